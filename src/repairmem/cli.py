@@ -1,0 +1,231 @@
+"""The ``repairmem`` command line. ``--json`` prints machine-readable output; errors exit with 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import asdict, is_dataclass
+from enum import Enum
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import RepairmemError
+from .types import Attempt, Episode, MemoryVariant, Outcome, Polarity, Scope, memory_from_episode
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, MemoryVariant):
+        from .store.jsonl import variant_to_record
+        return variant_to_record(obj)
+    if is_dataclass(obj):
+        return {k: _jsonable(v) for k, v in asdict(obj).items()}
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return obj
+
+
+def _emit(args: argparse.Namespace, payload: Any, text: Callable[[], str]) -> None:
+    print(json.dumps(_jsonable(payload), indent=2, ensure_ascii=False) if args.json else text())
+
+
+def _describe(m: MemoryVariant) -> str:
+    first = m.provenance[0] if m.provenance else None
+    origin = f"{first.source_query}@{first.source_pos}" if first else "?"
+    return (f"#{m.id} [{m.polarity.value}] {m.namespace} / {m.failure_type}"
+            f"{' / ' + m.failure_subtype if m.failure_subtype else ''}  from {origin}"
+            f" (x{len(m.provenance)})\n    {m.before}\n -> {m.after}")
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+def _open(path: str):
+    from .store import open_store
+    return open_store(path)
+
+
+def cmd_memory_import(args):
+    from .store import import_jsonl
+    with _open(args.store) as store:
+        ids = import_jsonl(store, args.files)
+        _emit(args, {"imported": len(ids), "ids": ids, "store": args.store},
+              lambda: f"imported {len(ids)} memories into {args.store}")
+
+
+def cmd_memory_export(args):
+    from .store import export_jsonl
+    with _open(args.store) as store:
+        counts = export_jsonl(store, args.out)
+        _emit(args, {"out": args.out, "files": counts},
+              lambda: "\n".join(f"{Path(args.out) / name}: {n} memories" for name, n in counts.items()))
+
+
+def cmd_memory_stats(args):
+    with _open(args.store) as store:
+        stats = store.stats()
+        _emit(args, stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
+
+
+def cmd_memory_candidates(args):
+    scope = Scope.parse(args.scope)
+    if scope is not Scope.GLOBAL and not args.namespace:
+        raise RepairmemError(f"--scope {scope.value} needs --namespace")
+    with _open(args.store) as store:
+        found = store.candidates(position=args.position, query_id=args.query_id, namespace=args.namespace or "",
+                                 scope=scope, polarity=Polarity.parse(args.polarity) if args.polarity else None,
+                                 failure_type=args.type)
+        _emit(args, {"count": len(found), "candidates": found},
+              lambda: f"{len(found)} eligible memories\n" + "\n".join(_describe(m) for m in found))
+
+
+# -- classify ----------------------------------------------------------------------------------
+
+def cmd_classify_sql(args):
+    from .classify.sql import classify_sql
+    diagnosis = classify_sql(Outcome.parse(args.status), args.error, args.sql, question=args.question)
+    _emit(args, diagnosis, lambda: f"{diagnosis.failure_type.value}"
+          + (f" / {diagnosis.subtype}" if diagnosis.subtype else "") + f"  (rule {diagnosis.rule})")
+
+
+def cmd_classify_terminal(args):
+    from .classify.terminal import classify_terminal
+    if args.log == "-":
+        log = sys.stdin.read()
+    else:
+        try:
+            log = Path(args.log).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise RepairmemError(f"{args.log}: cannot read log ({exc.strerror})") from None
+    diagnosis = classify_terminal(log, command=args.command)
+    _emit(args, diagnosis, lambda: f"{diagnosis.family} / {diagnosis.root_cause}  "
+          f"(confidence {diagnosis.confidence:.2f}, rule {diagnosis.rule})")
+
+
+# -- demo --------------------------------------------------------------------------------------
+
+def load_demo_stream() -> list[dict]:
+    text = resources.files("repairmem").joinpath("data/demo_stream.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def run_demo_stream(store, stream: list[dict], *, method: str = "demo") -> list[int | None]:
+    """Finalize each recorded episode in stream order, classifying every failed attempt first."""
+    from .classify.sql import classify_sql
+    written = []
+    for item in stream:
+        attempts = []
+        for a in item["attempts"]:
+            outcome = Outcome.parse(a["outcome"])
+            ftype = subtype = None
+            if outcome is not Outcome.CORRECT:
+                d = classify_sql(outcome, a.get("error"), a["sql"], question=item["question"])
+                ftype, subtype = d.failure_type.value, d.subtype
+            attempts.append(Attempt(a["sql"], outcome, a.get("error"), ftype, subtype))
+        episode = Episode(episode_id=f"{method}/{item['query_id']}", query_id=item["query_id"],
+                          position=item["position"], namespace=item["namespace"], question=item["question"],
+                          attempts=tuple(attempts), context=item.get("schema", ""), method=method, finalized=True)
+        written.append(store.finalize(episode, memory_from_episode(episode)))
+    return written
+
+
+def cmd_demo(args):
+    from .store import open_store
+    stream = load_demo_stream()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.store or str(Path(tmp) / "demo.db")
+        with open_store(path) as store:
+            written = run_demo_stream(store, stream)
+            stats = store.stats()
+            probe = {"position": len(stream), "query_id": "new-query", "namespace": "concert_singer"}
+            same = store.candidates(scope=Scope.SAME, **probe)
+            payload = {"store": path, "episodes": len(stream),
+                       "memories_written": sum(w is not None for w in written), "stats": stats,
+                       "probe": probe, "same_namespace_candidates": same}
+
+            def text() -> str:
+                lines = [f"repairmem demo: {len(stream)} finalized episodes from a bundled example stream",
+                         f"store: {path}" + ("" if args.store else " (temporary)"),
+                         f"memories: {stats['variants']} ({stats['by_polarity']}), merged duplicates: "
+                         f"{stats['merged_variants']}, episodes without memory: "
+                         f"{stats['episodes'] - stats['episodes_with_memory']}",
+                         f"by failure type: {stats['by_failure_type']}",
+                         f"\nwhat a new concert_singer query at position {probe['position']} may see (scope same):"]
+                lines += [_describe(m) for m in same]
+                return "\n".join(lines)
+
+            _emit(args, payload, text)
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="repairmem", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"repairmem {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def command(parent, name: str, func, help: str) -> argparse.ArgumentParser:
+        p = parent.add_parser(name, help=help, description=help)
+        p.add_argument("--json", action="store_true", help="print JSON")
+        p.set_defaults(func=func)
+        return p
+
+    p = command(sub, "demo", cmd_demo, "build a memory store from a bundled example stream and show it")
+    p.add_argument("--store", help="keep the store at this path (default: a temporary file)")
+
+    memory = sub.add_parser("memory", help="inspect and move memory stores").add_subparsers(dest="memory_cmd", required=True)
+    p = command(memory, "import", cmd_memory_import, "import positive.jsonl / negative.jsonl files (all or nothing)")
+    p.add_argument("--store", required=True)
+    p.add_argument("files", nargs="+")
+    p = command(memory, "export", cmd_memory_export, "export a store to DIR/positive.jsonl and DIR/negative.jsonl")
+    p.add_argument("--store", required=True)
+    p.add_argument("--out", required=True)
+    p = command(memory, "stats", cmd_memory_stats, "counts by polarity, type and namespace")
+    p.add_argument("--store", required=True)
+    p = command(memory, "candidates", cmd_memory_candidates, "memories eligible for a query at a stream position")
+    p.add_argument("--store", required=True)
+    p.add_argument("--position", type=int, required=True)
+    p.add_argument("--query-id", required=True)
+    p.add_argument("--namespace")
+    p.add_argument("--scope", default="global", choices=[s.value for s in Scope])
+    p.add_argument("--polarity", choices=["+", "-"])
+    p.add_argument("--type", help="only this failure type")
+
+    classify = sub.add_parser("classify", help="deterministic failure classifiers").add_subparsers(dest="classify_cmd", required=True)
+    p = command(classify, "sql", cmd_classify_sql, "classify a failed SQL attempt")
+    p.add_argument("--status", required=True, choices=[o.value for o in Outcome] + [o.value.lower() for o in Outcome])
+    p.add_argument("--error")
+    p.add_argument("--sql")
+    p.add_argument("--question")
+    p = command(classify, "terminal", cmd_classify_terminal, "classify a terminal / coding failure log")
+    p.add_argument("--command")
+    p.add_argument("--log", required=True, help="log file, or - for standard input")
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except RepairmemError as exc:
+        print(f"repairmem: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,456 @@
+"""The default ``MemoryStore``: one embedded SQLite file in WAL mode.
+
+Tables follow the memory model: ``patterns`` (symptom + root-cause class) -> ``variants`` (one
+reusable direction, deduplicated by its transition key) -> ``episodes`` (each finalized episode,
+with the variant it contributed, if any: the provenance). Every write is one ``BEGIN IMMEDIATE``
+transaction, so a writer killed mid-way leaves nothing behind, and several processes may write at
+once (SQLite serialises them; ``busy_timeout`` makes them wait instead of failing).
+
+Eligibility is answered from a small columnar mirror of the variants (ids, polarity, namespace,
+first position, ...), refreshed incrementally from the file: rows are only ever appended, and
+write transactions are serialised, so "rows with id > last seen" is exactly what is new. This
+keeps a candidate query at 100k memories to a few vector operations instead of a table scan.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from ..errors import InvalidInputError, StoreError
+from ..types import (
+    COUNTER_NAMES, Counters, Episode, MemoryVariant, Outcome, Polarity, Provenance, Scope,
+)
+
+APPLICATION_ID = 0x52504D4D  # "RPMM": marks a file as a repairmem store
+
+# Each migration is a list of statements applied in one transaction; the index + 1 is the version
+# it brings the store to. Append only: never edit a migration that has shipped.
+MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+        """CREATE TABLE patterns (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            failure_type TEXT NOT NULL,
+            root_cause TEXT NOT NULL,
+            UNIQUE (kind, failure_type, root_cause))""",
+        """CREATE TABLE variants (
+            id INTEGER PRIMARY KEY,
+            pattern_id INTEGER NOT NULL REFERENCES patterns(id),
+            transition_key TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            polarity TEXT NOT NULL CHECK (polarity IN ('+', '-')),
+            namespace TEXT NOT NULL,
+            failure_type TEXT NOT NULL,
+            failure_subtype TEXT NOT NULL,
+            root_cause TEXT NOT NULL,
+            question TEXT NOT NULL,
+            context TEXT NOT NULL,
+            failure_context TEXT NOT NULL,
+            before TEXT NOT NULL,
+            after TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            error TEXT NOT NULL,
+            signatures TEXT NOT NULL,
+            uses INTEGER NOT NULL DEFAULT 0,
+            accepted INTEGER NOT NULL DEFAULT 0,
+            rejected INTEGER NOT NULL DEFAULT 0,
+            verified INTEGER NOT NULL DEFAULT 0,
+            false_positives INTEGER NOT NULL DEFAULT 0)""",
+        """CREATE TABLE episodes (
+            id INTEGER PRIMARY KEY,
+            episode_id TEXT NOT NULL UNIQUE,
+            variant_id INTEGER REFERENCES variants(id),
+            source_query TEXT NOT NULL,
+            source_pos INTEGER NOT NULL,
+            namespace TEXT NOT NULL,
+            method TEXT NOT NULL,
+            final_outcome TEXT,
+            n_attempts INTEGER NOT NULL)""",
+        """CREATE INDEX episodes_by_variant ON episodes (variant_id)""",
+    ],
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_VARIANT_COLUMNS = ("id, kind, polarity, namespace, failure_type, failure_subtype, root_cause, question, "
+                    "context, failure_context, before, after, outcome, error, signatures, "
+                    + ", ".join(COUNTER_NAMES))
+
+
+@dataclass
+class _Mirror:
+    """Columnar copy of what eligibility needs; append-only, like the tables it mirrors."""
+
+    last_variant: int = 0
+    last_episode: int = 0
+    ids: list[int] = field(default_factory=list)
+    row_of: dict[int, int] = field(default_factory=dict)
+    polarity: list[int] = field(default_factory=list)      # 1 for '+', 0 for '-'
+    namespace: list[int] = field(default_factory=list)     # codes into ``codes``
+    kind: list[int] = field(default_factory=list)
+    failure_type: list[int] = field(default_factory=list)
+    first_pos: list[int] = field(default_factory=list)
+    codes: dict[str, int] = field(default_factory=dict)
+    by_query: dict[str, set[int]] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] | None = None
+
+    def code(self, text: str) -> int:
+        return self.codes.setdefault(text, len(self.codes))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        if self.arrays is None:
+            self.arrays = {
+                "ids": np.asarray(self.ids, dtype=np.int64),
+                "polarity": np.asarray(self.polarity, dtype=np.int8),
+                "namespace": np.asarray(self.namespace, dtype=np.int32),
+                "kind": np.asarray(self.kind, dtype=np.int32),
+                "failure_type": np.asarray(self.failure_type, dtype=np.int32),
+                "first_pos": np.asarray(self.first_pos, dtype=np.int64),
+            }
+        return self.arrays
+
+
+class SQLiteMemoryStore:
+    """Embedded ``MemoryStore`` backed by one SQLite file (``":memory:"`` for a throwaway store)."""
+
+    def __init__(self, path: str | os.PathLike, *, busy_timeout_s: float = 60.0) -> None:
+        self.path = str(path)
+        self._mirror = _Mirror()
+        self._seen_data_version: int | None = None
+        self._own_writes = 0
+        self._seen_own_writes = -1
+        if self.path != ":memory:":
+            parent = Path(self.path).resolve().parent
+            if not parent.is_dir():
+                raise StoreError(f"{self.path}: directory {parent} does not exist")
+        try:
+            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
+                                       check_same_thread=False)
+            self._db.execute("PRAGMA foreign_keys = ON")
+            if self.path != ":memory:":
+                mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if mode.lower() != "wal":
+                    raise StoreError(f"{self.path}: could not switch to WAL journal mode (got {mode})")
+            self._db.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: durable across process kills
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a usable repairmem store ({exc})") from None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "SQLiteMemoryStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction: takes the write lock up front, rolls back on any error."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+        self._own_writes += 1
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if app_id == 0 and tables:
+                raise StoreError(f"{self.path}: an SQLite file that is not a repairmem store "
+                                 f"(tables: {', '.join(sorted(tables))}); choose another path")
+            if app_id not in (0, APPLICATION_ID):
+                raise StoreError(f"{self.path}: not a repairmem store (application_id {app_id:#x})")
+            version = 0
+            if tables:
+                row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path}: store schema version {version} is newer than this "
+                                 f"repairmem supports ({SCHEMA_VERSION}); upgrade repairmem")
+            for statements in MIGRATIONS[version:]:
+                for statement in statements:
+                    db.execute(statement)
+            if version < SCHEMA_VERSION:
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                           (str(SCHEMA_VERSION),))
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def finalize(self, episode: Episode, memory: MemoryVariant | None) -> int | None:
+        if not episode.finalized:
+            raise InvalidInputError(f"episode {episode.episode_id} is not finalized; memory is written only at finalization")
+        if memory is not None:
+            if memory.namespace != episode.namespace:
+                raise InvalidInputError(f"episode {episode.episode_id}: memory namespace {memory.namespace!r} "
+                                        f"differs from the episode's {episode.namespace!r}")
+            memory = memory.with_(provenance=(Provenance(episode.query_id, episode.episode_id, episode.position,
+                                                         episode.method, episode.namespace),),
+                                  counters=Counters())
+        final = episode.attempts[-1].outcome.value if episode.attempts else None
+        with self._write() as db:
+            existing = db.execute("SELECT variant_id, source_query, source_pos FROM episodes WHERE episode_id = ?",
+                                  (episode.episode_id,)).fetchone()
+            if existing is not None:
+                return self._check_refinalize(db, episode, memory, existing)
+            variant_id = self._upsert_variant(db, memory) if memory is not None else None
+            db.execute("INSERT INTO episodes (episode_id, variant_id, source_query, source_pos, namespace, method, "
+                       "final_outcome, n_attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (episode.episode_id, variant_id, episode.query_id, episode.position, episode.namespace,
+                        episode.method, final, len(episode.attempts)))
+        return variant_id
+
+    def _check_refinalize(self, db, episode: Episode, memory: MemoryVariant | None, existing) -> int | None:
+        variant_id, query, pos = existing
+        same_key = None
+        if variant_id is not None:
+            same_key = db.execute("SELECT transition_key FROM variants WHERE id = ?", (variant_id,)).fetchone()[0]
+        if (query, pos) != (episode.query_id, episode.position) or same_key != (memory.transition_key if memory else None):
+            raise StoreError(f"{self.path}: episode {episode.episode_id} was already finalized with different "
+                             "content; episode ids must be unique per store")
+        return variant_id
+
+    def _upsert_variant(self, db, memory: MemoryVariant) -> int:
+        key = memory.transition_key
+        row = db.execute("SELECT id FROM variants WHERE transition_key = ?", (key,)).fetchone()
+        if row is not None:
+            if any(getattr(memory.counters, n) for n in COUNTER_NAMES):
+                db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + ?" for n in COUNTER_NAMES)
+                           + " WHERE id = ?", [getattr(memory.counters, n) for n in COUNTER_NAMES] + [row[0]])
+            return row[0]
+        pattern = memory.pattern
+        db.execute("INSERT OR IGNORE INTO patterns (kind, failure_type, root_cause) VALUES (?, ?, ?)",
+                   (pattern.kind, pattern.failure_type, pattern.root_cause))
+        pattern_id = db.execute("SELECT id FROM patterns WHERE kind = ? AND failure_type = ? AND root_cause = ?",
+                                (pattern.kind, pattern.failure_type, pattern.root_cause)).fetchone()[0]
+        cur = db.execute(
+            "INSERT INTO variants (pattern_id, transition_key, kind, polarity, namespace, failure_type, "
+            "failure_subtype, root_cause, question, context, failure_context, before, after, outcome, error, "
+            "signatures, " + ", ".join(COUNTER_NAMES) + ") VALUES (" + ", ".join("?" * 21) + ")",
+            (pattern_id, key, memory.kind, memory.polarity.value, memory.namespace, memory.failure_type,
+             memory.failure_subtype, memory.root_cause, memory.question, memory.context, memory.failure_context,
+             memory.before, memory.after, memory.outcome.value, memory.error,
+             json.dumps(dict(memory.signatures), sort_keys=True),
+             *(getattr(memory.counters, n) for n in COUNTER_NAMES)))
+        return cur.lastrowid
+
+    def import_variants(self, variants: Iterable[MemoryVariant]) -> list[int]:
+        """Store imported variants (with their provenance and counters) all at once or not at all.
+
+        A provenance whose episode id is already stored for the same variant is skipped, so
+        importing the same export twice changes nothing; for a different variant it is a conflict.
+        """
+        ids: list[int] = []
+        with self._write() as db:
+            for memory in variants:
+                if not memory.provenance:
+                    raise InvalidInputError("an imported memory needs at least one provenance entry")
+                key = memory.transition_key
+                known = db.execute("SELECT id FROM variants WHERE transition_key = ?", (key,)).fetchone()
+                new_prov = []
+                for prov in memory.provenance:
+                    row = db.execute("SELECT variant_id FROM episodes WHERE episode_id = ?", (prov.episode_id,)).fetchone()
+                    if row is None:
+                        new_prov.append(prov)
+                    elif known is None or row[0] != known[0]:
+                        raise StoreError(f"{self.path}: episode {prov.episode_id} already contributed another memory")
+                if known is not None and not new_prov:
+                    ids.append(known[0])
+                    continue
+                variant_id = self._upsert_variant(db, memory)
+                for prov in new_prov:
+                    db.execute("INSERT INTO episodes (episode_id, variant_id, source_query, source_pos, namespace, "
+                               "method, final_outcome, n_attempts) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+                               (prov.episode_id, variant_id, prov.source_query, prov.source_pos,
+                                memory.namespace, prov.method, None))
+                ids.append(variant_id)
+        return ids
+
+    def record_feedback(self, variant_id: int, **increments: int) -> None:
+        unknown = set(increments) - set(COUNTER_NAMES)
+        if unknown:
+            raise InvalidInputError(f"unknown counter(s) {sorted(unknown)}; expected {', '.join(COUNTER_NAMES)}")
+        for name, value in increments.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInputError(f"counter increment {name} must be an int >= 0, got {value!r}")
+        if not increments:
+            return
+        with self._write() as db:
+            cur = db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + ?" for n in increments)
+                             + " WHERE id = ?", (*increments.values(), variant_id))
+            if cur.rowcount != 1:
+                raise InvalidInputError(f"{self.path}: no memory with id {variant_id}")
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _refresh(self) -> _Mirror:
+        """Bring the mirror up to date with rows committed since the last look (by any process)."""
+        data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        if data_version == self._seen_data_version and self._own_writes == self._seen_own_writes:
+            return self._mirror
+        m = self._mirror
+        self._db.execute("BEGIN")  # one snapshot: a variant and its first episode arrive together
+        try:
+            new_variants = self._db.execute(
+                "SELECT id, polarity, namespace, kind, failure_type FROM variants WHERE id > ? ORDER BY id",
+                (m.last_variant,)).fetchall()
+            new_episodes = self._db.execute(
+                "SELECT id, variant_id, source_query, source_pos FROM episodes WHERE id > ? ORDER BY id",
+                (m.last_episode,)).fetchall()
+        finally:
+            self._db.execute("COMMIT")
+        for vid, polarity, namespace, kind, failure_type in new_variants:
+            m.row_of[vid] = len(m.ids)
+            m.ids.append(vid)
+            m.polarity.append(1 if polarity == "+" else 0)
+            m.namespace.append(m.code(namespace))
+            m.kind.append(m.code(kind))
+            m.failure_type.append(m.code(failure_type))
+            m.first_pos.append(np.iinfo(np.int64).max)
+            m.last_variant = vid
+        for eid, vid, query, pos in new_episodes:
+            m.last_episode = eid
+            if vid is None:
+                continue
+            row = m.row_of[vid]
+            m.first_pos[row] = min(m.first_pos[row], pos)
+            m.by_query.setdefault(query, set()).add(vid)
+        if new_variants or new_episodes:
+            m.arrays = None
+        self._seen_data_version = data_version
+        self._seen_own_writes = self._own_writes
+        return m
+
+    def eligible_ids(self, *, position: int, query_id: str, namespace: str, scope: Scope = Scope.GLOBAL,
+                     polarity: Polarity | None = None, kind: str | None = None,
+                     failure_type: str | None = None) -> np.ndarray:
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise InvalidInputError(f"position must be an int, got {position!r}")
+        if not query_id:
+            raise InvalidInputError("query_id must be non-empty: it is how a query's own memories are excluded")
+        scope = Scope.parse(scope)
+        m = self._refresh()
+        cols = m.columns()
+        mask = cols["first_pos"] < position
+        ns_code = m.codes.get(namespace, -1)
+        if scope is Scope.SAME:
+            mask &= cols["namespace"] == ns_code
+        elif scope is Scope.CROSS:
+            mask &= cols["namespace"] != ns_code
+        if polarity is not None:
+            mask &= cols["polarity"] == (1 if Polarity.parse(polarity) is Polarity.POSITIVE else 0)
+        for name, value in (("kind", kind), ("failure_type", failure_type)):
+            if value is not None:
+                mask &= cols[name] == m.codes.get(value, -1)
+        ids = cols["ids"][mask]
+        own = m.by_query.get(query_id)
+        if own:
+            ids = ids[~np.isin(ids, np.fromiter(own, dtype=np.int64, count=len(own)))]
+        return ids
+
+    def candidates(self, **query) -> list[MemoryVariant]:
+        return self.get(self.eligible_ids(**query).tolist())
+
+    def get(self, ids: Sequence[int]) -> list[MemoryVariant]:
+        ids = [int(i) for i in ids]
+        if not ids:
+            return []
+        found: dict[int, MemoryVariant] = {}
+        provenance: dict[int, list[Provenance]] = {}
+        self._db.execute("BEGIN")
+        try:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                for row in self._db.execute(f"SELECT {_VARIANT_COLUMNS} FROM variants WHERE id IN ({marks})", chunk):
+                    found[row[0]] = row
+                for vid, query, ep, pos, method, ns in self._db.execute(
+                        "SELECT variant_id, source_query, episode_id, source_pos, method, namespace FROM episodes "
+                        f"WHERE variant_id IN ({marks}) ORDER BY source_pos, id", chunk):
+                    provenance.setdefault(vid, []).append(Provenance(query, ep, pos, method, ns))
+        finally:
+            self._db.execute("COMMIT")
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise InvalidInputError(f"{self.path}: no memory with id {missing[0]}")
+        return [_variant_from_row(found[i], provenance.get(i, [])) for i in ids]
+
+    def all_variants(self) -> list[MemoryVariant]:
+        return self.get([r[0] for r in self._db.execute("SELECT id FROM variants ORDER BY id")])
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT count(*) FROM variants").fetchone()[0]
+
+    def stats(self) -> dict:
+        db = self._db
+
+        def grouped(column: str) -> dict[str, int]:
+            return {k: n for k, n in db.execute(f"SELECT {column}, count(*) FROM variants GROUP BY 1 ORDER BY 1")}
+
+        episodes, with_memory, max_pos = db.execute(
+            "SELECT count(*), count(variant_id), max(source_pos) FROM episodes").fetchone()
+        return {
+            "path": self.path,
+            "schema_version": self.schema_version,
+            "variants": len(self),
+            "patterns": db.execute("SELECT count(*) FROM patterns").fetchone()[0],
+            "episodes": episodes,
+            "episodes_with_memory": with_memory,
+            "max_source_pos": max_pos,
+            "by_polarity": {("positive" if k == "+" else "negative"): n for k, n in grouped("polarity").items()},
+            "by_kind": grouped("kind"),
+            "by_failure_type": grouped("failure_type"),
+            "by_namespace": grouped("namespace"),
+            "merged_variants": db.execute(
+                "SELECT count(*) FROM (SELECT variant_id FROM episodes WHERE variant_id IS NOT NULL "
+                "GROUP BY variant_id HAVING count(*) > 1)").fetchone()[0],
+        }
+
+    def integrity_problems(self) -> list[str]:
+        """What would make this store inconsistent; empty when it is sound (used after crashes)."""
+        problems = [r[0] for r in self._db.execute("PRAGMA integrity_check") if r[0] != "ok"]
+        orphans = self._db.execute("SELECT count(*) FROM variants v WHERE NOT EXISTS "
+                                   "(SELECT 1 FROM episodes e WHERE e.variant_id = v.id)").fetchone()[0]
+        if orphans:
+            problems.append(f"{orphans} variant(s) without any provenance episode")
+        dangling = self._db.execute("SELECT count(*) FROM episodes e WHERE e.variant_id IS NOT NULL AND NOT EXISTS "
+                                    "(SELECT 1 FROM variants v WHERE v.id = e.variant_id)").fetchone()[0]
+        if dangling:
+            problems.append(f"{dangling} episode(s) pointing at a missing variant")
+        return problems
+
+
+def _variant_from_row(row, provenance: list[Provenance]) -> MemoryVariant:
+    (vid, kind, polarity, namespace, failure_type, failure_subtype, root_cause, question, context,
+     failure_context, before, after, outcome, error, signatures, *counts) = row
+    return MemoryVariant(
+        kind=kind, polarity=Polarity(polarity), namespace=namespace, failure_type=failure_type,
+        failure_subtype=failure_subtype, root_cause=root_cause, question=question, context=context,
+        failure_context=failure_context, before=before, after=after, outcome=Outcome(outcome), error=error,
+        signatures=json.loads(signatures), provenance=tuple(provenance),
+        counters=Counters(*counts), id=vid)
+
+
+def open_store(path: str | os.PathLike) -> SQLiteMemoryStore:
+    """Open (creating if needed) the store at ``path``; the one entry point callers should use."""
+    return SQLiteMemoryStore(path)

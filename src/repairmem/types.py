@@ -1,0 +1,310 @@
+"""The data model: outcomes, attempts, episodes and memory (pattern -> variant -> episode).
+
+A *pattern* is a symptom with a root-cause class (``Pattern``); a *variant* is one reusable repair
+direction under specific conditions (``MemoryVariant``: for SQL, MERIT's format-v3 before->after
+transition); an *episode* is one observed use with its evidence (``Provenance``). Everything here
+is immutable; the store assigns ids and owns the counters.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .errors import InvalidInputError
+
+FORMAT_VERSION = 3
+
+
+class Outcome(StrEnum):
+    """What the verifier observed for one attempt (MERIT's z)."""
+
+    CORRECT = "CORRECT"
+    DENOTATION_MISMATCH = "DENOTATION_MISMATCH"
+    EXECUTION_ERROR = "EXECUTION_ERROR"
+    TIMEOUT = "TIMEOUT"
+
+    @classmethod
+    def parse(cls, value: str) -> "Outcome":
+        try:
+            return cls(str(value).strip().upper())
+        except ValueError:
+            choices = ", ".join(o.value for o in cls)
+            raise InvalidInputError(f"unknown outcome {value!r}; expected one of {choices}") from None
+
+
+class Polarity(StrEnum):
+    """``+``: a verified correction; ``-``: a direction observed to fail in its source context."""
+
+    POSITIVE = "+"
+    NEGATIVE = "-"
+
+    @classmethod
+    def parse(cls, value: str) -> "Polarity":
+        text = str(value).strip().lower()
+        aliases = {"+": cls.POSITIVE, "positive": cls.POSITIVE, "pos": cls.POSITIVE,
+                   "-": cls.NEGATIVE, "negative": cls.NEGATIVE, "neg": cls.NEGATIVE}
+        if text not in aliases:
+            raise InvalidInputError(f"unknown polarity {value!r}; expected '+' or '-'")
+        return aliases[text]
+
+
+class Scope(StrEnum):
+    """Which namespaces a candidate query may draw from."""
+
+    SAME = "same"      # only the current namespace (schema-local memory)
+    CROSS = "cross"    # only other namespaces
+    GLOBAL = "global"  # all namespaces
+
+    @classmethod
+    def parse(cls, value: str) -> "Scope":
+        try:
+            return cls(str(value).strip().lower())
+        except ValueError:
+            raise InvalidInputError(f"unknown scope {value!r}; expected same, cross or global") from None
+
+
+class SqlFailureType(StrEnum):
+    """MERIT's failure classes (Section 3.2, Appendix C)."""
+
+    SCHEMA_LINKING = "Schema Linking"
+    SYNTAX = "Syntax"
+    AGGREGATION = "Aggregation"
+    FILTER_VALUE = "Filter/Value"
+    EXECUTION = "Execution"
+    UNKNOWN = "Unknown"
+    RESULT_MISMATCH = "Result Mismatch"
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt of an episode: the text tried (SQL or command) and what was observed."""
+
+    text: str
+    outcome: Outcome
+    error: str | None = None
+    failure_type: str | None = None
+    failure_subtype: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise InvalidInputError(f"attempt text must be a string, got {type(self.text).__name__}")
+        object.__setattr__(self, "outcome", Outcome.parse(self.outcome))
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """One repair episode of one query at one stream position.
+
+    ``attempts`` is the local history H = (y0, ..., yk) in order; the episode is finalized when it
+    stops (first correct attempt or budget exhausted). Only a finalized episode may write memory.
+    """
+
+    episode_id: str
+    query_id: str
+    position: int
+    namespace: str
+    question: str
+    attempts: tuple[Attempt, ...]
+    context: str = ""          # schema text (SQL) or repository/environment summary (terminal)
+    method: str = ""
+    kind: str = "sql"
+    finalized: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("episode_id", "query_id", "namespace"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise InvalidInputError(f"episode {name} must be a non-empty string")
+        if isinstance(self.position, bool) or not isinstance(self.position, int) or self.position < 0:
+            raise InvalidInputError(f"episode {self.episode_id}: position must be an int >= 0, got {self.position!r}")
+        object.__setattr__(self, "attempts", tuple(self.attempts))
+
+    @property
+    def solved(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1].outcome is Outcome.CORRECT
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a memory came from: one finalized episode (the 'episode' level of the memory model)."""
+
+    source_query: str
+    episode_id: str
+    source_pos: int
+    method: str = ""
+    namespace: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.source_pos, bool) or not isinstance(self.source_pos, int) or self.source_pos < 0:
+            raise InvalidInputError(f"provenance source_pos must be an int >= 0, got {self.source_pos!r}")
+        if not self.source_query or not self.episode_id:
+            raise InvalidInputError("provenance needs a source_query and an episode_id")
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """Feedback counts on a variant; the gate reads them as historical rates."""
+
+    uses: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    verified: int = 0
+    false_positives: int = 0
+
+    def __post_init__(self) -> None:
+        for name in COUNTER_NAMES:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInputError(f"counter {name} must be an int >= 0, got {value!r}")
+
+    def __add__(self, other: "Counters") -> "Counters":
+        return Counters(**{n: getattr(self, n) + getattr(other, n) for n in COUNTER_NAMES})
+
+
+COUNTER_NAMES = ("uses", "accepted", "rejected", "verified", "false_positives")
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A symptom with its root-cause class, e.g. ``sql / Schema Linking / no_such_column``."""
+
+    kind: str
+    failure_type: str
+    root_cause: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.failure_type}/{self.root_cause}"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryVariant:
+    """One reusable repair direction (MERIT's memory entry x = <c, tau, Delta, o, rho>).
+
+    ``before`` is the unsuccessful attempt, ``after`` the direction taken from it: for a positive
+    variant the oracle-confirmed correction, for a negative one the final failed direction.
+    ``outcome``/``error`` are what was observed for ``after``. Reference answers have no field
+    here on purpose: they are never stored.
+    """
+
+    kind: str
+    polarity: Polarity
+    namespace: str
+    failure_type: str
+    question: str
+    before: str
+    after: str
+    outcome: Outcome
+    failure_subtype: str = ""
+    root_cause: str = ""
+    context: str = ""           # source schema (SQL) / environment summary (terminal)
+    failure_context: str = ""   # observable status and feedback that prompted the repair
+    error: str = ""             # observed DBMS / terminal error of ``after``, if any
+    signatures: Mapping[str, Any] = field(default_factory=dict)
+    provenance: tuple[Provenance, ...] = ()
+    counters: Counters = Counters()
+    id: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "polarity", Polarity.parse(self.polarity))
+        object.__setattr__(self, "outcome", Outcome.parse(self.outcome))
+        object.__setattr__(self, "provenance", tuple(self.provenance))
+        object.__setattr__(self, "signatures", MappingProxyType(dict(self.signatures)))
+        for name in ("kind", "namespace", "failure_type"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
+                raise InvalidInputError(f"memory {name} must be a non-empty string")
+        for name in ("question", "before", "after", "failure_subtype", "root_cause", "context",
+                     "failure_context", "error"):
+            if not isinstance(getattr(self, name), str):
+                raise InvalidInputError(f"memory {name} must be a string, got {type(getattr(self, name)).__name__}")
+        if self.polarity is Polarity.POSITIVE and self.outcome is not Outcome.CORRECT:
+            raise InvalidInputError("a positive memory records a verified correction: its outcome must be CORRECT")
+        if self.polarity is Polarity.NEGATIVE and self.outcome is Outcome.CORRECT:
+            raise InvalidInputError("a negative memory records a failed direction: its outcome cannot be CORRECT")
+
+    @property
+    def pattern(self) -> Pattern:
+        return Pattern(self.kind, self.failure_type, self.root_cause or self.failure_subtype)
+
+    @property
+    def transition_key(self) -> str:
+        """Identity for merging duplicates: kind, namespace, polarity, failure type, normalized transition."""
+        norm = normalize_sql if self.kind == "sql" else normalize_command
+        return "\x1f".join((self.kind, self.namespace, self.polarity.value, self.failure_type,
+                            norm(self.before), norm(self.after)))
+
+    @property
+    def source_pos(self) -> int:
+        """Earliest stream position at which this direction had been observed."""
+        return min((p.source_pos for p in self.provenance), default=0)
+
+    def with_(self, **changes: Any) -> "MemoryVariant":
+        return replace(self, **changes)
+
+
+_SQL_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\s+|[^\s'\"`]+")
+
+
+def normalize_sql(sql: str) -> str:
+    """Case- and whitespace-insensitive form of a SQL text; string literals keep their case.
+
+    Used for duplicate detection and repeat detection, not for equivalence: two normalized-equal
+    queries are the same text up to formatting.
+    """
+    parts: list[str] = []
+    for token in _SQL_TOKEN.findall(sql.strip().rstrip(";").strip()):
+        if token.isspace():
+            parts.append(" ")
+        elif token[0] == "'":
+            parts.append(token)
+        else:
+            parts.append(token.lower())
+    text = "".join(parts)
+    text = re.sub(r"\s*([(),=<>+*/-]|!=|<>|<=|>=)\s*", r"\1", text)
+    return text.strip()
+
+
+def normalize_command(command: str) -> str:
+    """Whitespace-collapsed command text (shell commands are case-sensitive)."""
+    return " ".join(command.split())
+
+
+def memory_from_episode(episode: Episode, *, context: str | None = None) -> MemoryVariant | None:
+    """The one memory a finalized episode contributes (MERIT's finalization rule), or None.
+
+    - correct at the start (one correct attempt): no memory, no transition was observed;
+    - solved after repair: a positive variant from the final failed->correct transition;
+    - unsolved: a negative variant from the final failed direction (previous attempt -> last).
+    The failure type is the one that prompted the direction (the classification of ``before``).
+    """
+    if not episode.finalized:
+        raise InvalidInputError(f"episode {episode.episode_id} is not finalized; it cannot write memory yet")
+    attempts = episode.attempts
+    if len(attempts) < 2:
+        return None
+    before, after = attempts[-2], attempts[-1]
+    if before.outcome is Outcome.CORRECT:
+        raise InvalidInputError(f"episode {episode.episode_id}: attempt before the last is already correct")
+    polarity = Polarity.POSITIVE if after.outcome is Outcome.CORRECT else Polarity.NEGATIVE
+    feedback = f"status: {before.outcome.value}"
+    if before.error:
+        feedback += f"; error: {before.error}"
+    return MemoryVariant(
+        kind=episode.kind,
+        polarity=polarity,
+        namespace=episode.namespace,
+        failure_type=before.failure_type or SqlFailureType.UNKNOWN.value,
+        failure_subtype=before.failure_subtype or "",
+        question=episode.question,
+        context=episode.context if context is None else context,
+        failure_context=feedback,
+        before=before.text,
+        after=after.text,
+        outcome=after.outcome,
+        error=after.error or "",
+        provenance=(Provenance(episode.query_id, episode.episode_id, episode.position,
+                               episode.method, episode.namespace),),
+    )

@@ -1,0 +1,38 @@
+import pytest
+
+from repairmem import PromptLeakError
+from repairmem.prompt_audit import check_prompt, find_leaks
+
+GOLD = "SELECT count(*) FROM singer WHERE Country = 'France'"
+
+
+def test_clean_prompt_passes():
+    check_prompt("Question: how many singers?\nCurrent SQL: SELECT count(*) FROM singers",
+                 reference_sql=GOLD, reference_rows=[(4,)])
+
+
+@pytest.mark.parametrize("prompt", [
+    f"Hint: {GOLD}",
+    "hint: select COUNT(*)\n   from singer where country = 'france'",
+    "hint: SELECT count( * ) FROM singer WHERE Country='France';",
+])
+def test_reference_sql_is_found_exact_and_normalised(prompt):
+    with pytest.raises(PromptLeakError, match="reference sql"):
+        check_prompt(prompt, reference_sql=GOLD, reference_rows=None, where="ex7 step 2")
+
+
+@pytest.mark.parametrize("rendering", ["('Joe Sharp', 52)", "Joe Sharp, 52", "Joe Sharp | 52", '["Joe Sharp", 52]'])
+def test_reference_rows_are_found_in_common_renderings(rendering):
+    found = find_leaks(f"rows: {rendering}", reference_sql=GOLD, reference_rows=[("Joe Sharp", 52)])
+    assert [f.what for f in found] == ["reference_row"]
+
+
+def test_single_column_list_is_found_but_lone_scalar_is_not():
+    rows = [("France",), ("Netherlands",), ("United States",)]
+    assert find_leaks("answer: France, Netherlands, United States", reference_sql=GOLD, reference_rows=rows)
+    assert not find_leaks("How many singers are from France?", reference_sql=GOLD, reference_rows=[("France",)])
+
+
+def test_audit_fails_closed_without_a_reference():
+    with pytest.raises(PromptLeakError, match="needs the reference SQL"):
+        check_prompt("anything", reference_sql="", reference_rows=None)
