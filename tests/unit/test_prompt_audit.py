@@ -13,7 +13,7 @@ def test_clean_prompt_passes():
 
 @pytest.mark.parametrize("prompt", [
     f"Hint: {GOLD}",
-    "hint: select COUNT(*)\n   from singer where country = 'france'",
+    "hint: select COUNT(*)\n   from SINGER where country = 'France'",
     "hint: SELECT count( * ) FROM singer WHERE Country='France';",
 ])
 def test_reference_sql_is_found_exact_and_normalised(prompt):
@@ -36,3 +36,10 @@ def test_single_column_list_is_found_but_lone_scalar_is_not():
 def test_audit_fails_closed_without_a_reference():
     with pytest.raises(PromptLeakError, match="needs the reference SQL"):
         check_prompt("anything", reference_sql="", reference_rows=None)
+
+
+def test_a_literal_that_differs_only_in_case_is_the_models_own_wrong_answer_not_a_leak():
+    gold = "SELECT count(*) FROM pet WHERE kind = 'dog'"
+    assert not find_leaks("Current SQL: SELECT count(*) FROM pet WHERE kind = 'Dog'", reference_sql=gold,
+                          reference_rows=[("Dog", 2)])
+    assert find_leaks("rows: ('dog', 2)", reference_sql=gold, reference_rows=[("dog", 2)])

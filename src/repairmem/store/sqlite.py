@@ -20,7 +20,7 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -77,6 +77,14 @@ MIGRATIONS: list[list[str]] = [
             n_attempts INTEGER NOT NULL)""",
         """CREATE INDEX episodes_by_variant ON episodes (variant_id)""",
     ],
+    [   # v2: dense vectors stored with their memory, one row per (variant, encoder)
+        """CREATE TABLE embeddings (
+            variant_id INTEGER NOT NULL REFERENCES variants(id),
+            encoder TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (variant_id, encoder))""",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -118,11 +126,26 @@ class _Mirror:
         return self.arrays
 
 
-class SQLiteMemoryStore:
-    """Embedded ``MemoryStore`` backed by one SQLite file (``":memory:"`` for a throwaway store)."""
+class Embedder(Protocol):
+    """Turns memories into vectors; the store calls it inside the write transaction of new variants."""
 
-    def __init__(self, path: str | os.PathLike, *, busy_timeout_s: float = 60.0) -> None:
+    name: str
+
+    def embed(self, memories: Sequence[MemoryVariant]) -> np.ndarray: ...
+
+
+class SQLiteMemoryStore:
+    """Embedded ``MemoryStore`` backed by one SQLite file (``":memory:"`` for a throwaway store).
+
+    With an ``embedder``, every new variant is embedded once, when written, and its vector is
+    stored in the same transaction (so reopening never re-embeds, and a failed embedding stores
+    nothing).
+    """
+
+    def __init__(self, path: str | os.PathLike, *, embedder: Embedder | None = None,
+                 busy_timeout_s: float = 60.0) -> None:
         self.path = str(path)
+        self.embedder = embedder
         self._mirror = _Mirror()
         self._seen_data_version: int | None = None
         self._own_writes = 0
@@ -213,7 +236,11 @@ class SQLiteMemoryStore:
                                   (episode.episode_id,)).fetchone()
             if existing is not None:
                 return self._check_refinalize(db, episode, memory, existing)
-            variant_id = self._upsert_variant(db, memory) if memory is not None else None
+            variant_id = None
+            if memory is not None:
+                variant_id, is_new = self._upsert_variant(db, memory)
+                if is_new:
+                    self._store_vectors(db, [(variant_id, memory)])
             db.execute("INSERT INTO episodes (episode_id, variant_id, source_query, source_pos, namespace, method, "
                        "final_outcome, n_attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                        (episode.episode_id, variant_id, episode.query_id, episode.position, episode.namespace,
@@ -230,14 +257,15 @@ class SQLiteMemoryStore:
                              "content; episode ids must be unique per store")
         return variant_id
 
-    def _upsert_variant(self, db, memory: MemoryVariant) -> int:
+    def _upsert_variant(self, db, memory: MemoryVariant) -> tuple[int, bool]:
+        """(variant id, whether it is new): merge into an existing transition or insert a new one."""
         key = memory.transition_key
         row = db.execute("SELECT id FROM variants WHERE transition_key = ?", (key,)).fetchone()
         if row is not None:
             if any(getattr(memory.counters, n) for n in COUNTER_NAMES):
                 db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + ?" for n in COUNTER_NAMES)
                            + " WHERE id = ?", [getattr(memory.counters, n) for n in COUNTER_NAMES] + [row[0]])
-            return row[0]
+            return row[0], False
         pattern = memory.pattern
         db.execute("INSERT OR IGNORE INTO patterns (kind, failure_type, root_cause) VALUES (?, ?, ?)",
                    (pattern.kind, pattern.failure_type, pattern.root_cause))
@@ -252,7 +280,53 @@ class SQLiteMemoryStore:
              memory.before, memory.after, memory.outcome.value, memory.error,
              json.dumps(dict(memory.signatures), sort_keys=True),
              *(getattr(memory.counters, n) for n in COUNTER_NAMES)))
-        return cur.lastrowid
+        return cur.lastrowid, True
+
+    def _store_vectors(self, db, new: list[tuple[int, MemoryVariant]]) -> None:
+        if self.embedder is None or not new:
+            return
+        matrix = np.asarray(self.embedder.embed([m for _, m in new]), dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[0] != len(new) or not np.isfinite(matrix).all():
+            raise StoreError(f"embedder {self.embedder.name!r} returned an invalid matrix of shape {matrix.shape}")
+        self._put_vectors(db, self.embedder.name, [vid for vid, _ in new], matrix)
+
+    @staticmethod
+    def _put_vectors(db, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
+        db.executemany("INSERT OR REPLACE INTO embeddings (variant_id, encoder, dim, vector) VALUES (?, ?, ?, ?)",
+                       [(int(vid), encoder, matrix.shape[1], np.ascontiguousarray(row, dtype=np.float32).tobytes())
+                        for vid, row in zip(ids, matrix)])
+
+    def put_vectors(self, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
+        """Store vectors computed outside the store (e.g. rebuilding for a new encoder), atomically."""
+        matrix = np.asarray(matrix, dtype=np.float32)
+        if matrix.shape[0] != len(ids):
+            raise InvalidInputError(f"{len(ids)} ids but {matrix.shape[0]} vectors")
+        with self._write() as db:
+            self._put_vectors(db, encoder, ids, matrix)
+
+    def vectors(self, encoder: str, ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
+        """(ids that have a vector for ``encoder``, their vectors as a float32 matrix), in id order."""
+        found: list[int] = []
+        rows: list[np.ndarray] = []
+        dim = None
+        for start in range(0, len(ids), 900):
+            chunk = [int(i) for i in ids[start:start + 900]]
+            marks = ",".join("?" * len(chunk))
+            for vid, d, blob in self._db.execute(
+                    f"SELECT variant_id, dim, vector FROM embeddings WHERE encoder = ? AND variant_id IN ({marks})",
+                    (encoder, *chunk)):
+                if dim is not None and d != dim:
+                    raise StoreError(f"{self.path}: vectors of encoder {encoder!r} have mixed dimensions")
+                dim = d
+                found.append(vid)
+                rows.append(np.frombuffer(blob, dtype=np.float32))
+        order = np.argsort(found, kind="stable")
+        matrix = np.stack([rows[i] for i in order]) if rows else np.zeros((0, 0), dtype=np.float32)
+        return [found[i] for i in order], matrix
+
+    def variant_ids(self, after: int = 0) -> list[int]:
+        """Ids of all variants newer than ``after`` (ids only grow), in order."""
+        return [r[0] for r in self._db.execute("SELECT id FROM variants WHERE id > ? ORDER BY id", (after,))]
 
     def import_variants(self, variants: Iterable[MemoryVariant]) -> list[int]:
         """Store imported variants (with their provenance and counters) all at once or not at all.
@@ -261,6 +335,7 @@ class SQLiteMemoryStore:
         importing the same export twice changes nothing; for a different variant it is a conflict.
         """
         ids: list[int] = []
+        fresh: list[tuple[int, MemoryVariant]] = []
         with self._write() as db:
             for memory in variants:
                 if not memory.provenance:
@@ -277,13 +352,16 @@ class SQLiteMemoryStore:
                 if known is not None and not new_prov:
                     ids.append(known[0])
                     continue
-                variant_id = self._upsert_variant(db, memory)
+                variant_id, is_new = self._upsert_variant(db, memory)
+                if is_new:
+                    fresh.append((variant_id, memory))
                 for prov in new_prov:
                     db.execute("INSERT INTO episodes (episode_id, variant_id, source_query, source_pos, namespace, "
                                "method, final_outcome, n_attempts) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
                                (prov.episode_id, variant_id, prov.source_query, prov.source_pos,
                                 memory.namespace, prov.method, None))
                 ids.append(variant_id)
+            self._store_vectors(db, fresh)   # one batch, inside the same transaction
         return ids
 
     def record_feedback(self, variant_id: int, **increments: int) -> None:
@@ -451,6 +529,6 @@ def _variant_from_row(row, provenance: list[Provenance]) -> MemoryVariant:
         counters=Counters(*counts), id=vid)
 
 
-def open_store(path: str | os.PathLike) -> SQLiteMemoryStore:
+def open_store(path: str | os.PathLike, *, embedder: Embedder | None = None) -> SQLiteMemoryStore:
     """Open (creating if needed) the store at ``path``; the one entry point callers should use."""
-    return SQLiteMemoryStore(path)
+    return SQLiteMemoryStore(path, embedder=embedder)

@@ -1,0 +1,1 @@
+"""Agents: the SQL repair loop (MERIT and its baselines) and, later, the terminal agent."""

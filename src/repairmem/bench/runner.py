@@ -1,0 +1,199 @@
+"""Causal streams over a dataset: every (method, seed) stream of a run, resumable after a kill.
+
+Run folder layout::
+
+    RUN_DIR/run.json                       the configuration (a resume must match it)
+    RUN_DIR/initial.jsonl                  shared initial predictions (one per example)
+    RUN_DIR/records/<method>-seed<s>.jsonl one line per finalized episode, in stream order
+    RUN_DIR/stores/<method>-seed<s>.db     the memory of that stream (methods with memory)
+
+The stream order of seed s is a shuffle of the executable examples seeded with s, the same for
+every method. Each episode's record is appended (and fsynced) *before* its memory is written;
+on resume every recorded episode is finalized again (idempotent in the store), so a kill between
+the two writes loses nothing, and the stream continues at the first unrecorded position. The
+finished run equals an uninterrupted one: same records, same memory.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..agents.sql_repair import LoopOptions, finalized_episode, method as get_method, run_episode
+from ..errors import InvalidInputError
+from ..llm.protocol import ChatModel
+from ..store import open_store
+from .datasets import Dataset, load_dataset
+from .initial import append_jsonl, initial_predictions, read_jsonl_lines
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dataset: str
+    data: str
+    methods: tuple[str, ...]
+    seeds: tuple[int, ...] = (0,)
+    model: str = "llama:qwen2.5-coder-0.5b"
+    limit: int | None = None
+    subset: tuple[str, ...] | None = None
+    encoder: str = "default"
+    options: LoopOptions = field(default_factory=LoopOptions)
+
+    def __post_init__(self) -> None:
+        for name in self.methods:
+            get_method(name)
+        if not self.methods:
+            raise InvalidInputError("a run needs at least one method")
+        if not self.seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.seeds):
+            raise InvalidInputError(f"seeds must be ints >= 0, got {self.seeds!r}")
+        if self.options.dataset != self.dataset:
+            raise InvalidInputError(f"options.dataset {self.options.dataset!r} differs from dataset {self.dataset!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["methods"], d["seeds"] = list(self.methods), list(self.seeds)
+        d["subset"] = list(self.subset) if self.subset is not None else None
+        return d
+
+
+def stream_order(dataset: Dataset, seed: int) -> list:
+    order = list(dataset.examples)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+class Progress:
+    """One stderr line with done/total, ETA, calls/s and tokens/s (thread-safe)."""
+
+    def __init__(self, total: int, label: str, enabled: bool = True) -> None:
+        self.total, self.label, self.enabled = total, label, enabled
+        self.done = self.calls = self.tokens = 0
+        self.start = time.monotonic()
+        self.lock = threading.Lock()
+
+    def add(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            for step in record["steps"]:
+                for c in step["calls"]:
+                    self.calls += 1
+                    self.tokens += c["prompt_tokens"] + c["completion_tokens"]
+        self.tick()
+
+    def tick(self, *_: Any) -> None:
+        with self.lock:
+            self.done += 1
+            if self.enabled:
+                elapsed = max(time.monotonic() - self.start, 1e-9)
+                eta = elapsed / self.done * (self.total - self.done)
+                print(f"\r{self.label}: {self.done}/{self.total} episodes, ETA {eta / 60:.1f} min, "
+                      f"{self.calls / elapsed:.2f} calls/s, {self.tokens / elapsed:.0f} tokens/s",
+                      end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.enabled:
+            print(file=sys.stderr, flush=True)
+
+
+def _check_run_json(out: Path, config: RunConfig, resume: bool) -> None:
+    path = out / "run.json"
+    wanted = config.to_json()
+    if path.exists():
+        existing = json.loads(path.read_text())
+        if not resume:
+            raise InvalidInputError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
+        if existing["config"] != wanted:
+            raise InvalidInputError(f"{path}: the run there was started with another configuration; "
+                                    "resume it with the same arguments or choose another --out")
+        return
+    from .. import __version__
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"config": wanted, "repairmem": __version__,
+                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=2))
+    tmp.replace(path)
+
+
+def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, initial: dict, *,
+               options: LoopOptions, out: Path, encoder=None, progress: Progress | None = None,
+               stop_after: int | None = None) -> Path:
+    """Run (or continue) one (method, seed) stream; return its records file.
+
+    ``stop_after`` ends the stream after that many new episodes (tests use it to interrupt).
+    """
+    method = get_method(method_name)
+    records_path = out / "records" / f"{method.name}-seed{seed}.jsonl"
+    records_path.parent.mkdir(parents=True, exist_ok=True)
+    order = stream_order(dataset, seed)
+    done = read_jsonl_lines(records_path)
+    run_id = f"{method.name}-seed{seed}"
+    store = index = None
+    if method.uses_memory:
+        from ..retrieval.index import MemoryIndex
+        from ..retrieval.texts import MemoryEmbedder
+        (out / "stores").mkdir(exist_ok=True)
+        store = open_store(out / "stores" / f"{run_id}.db", embedder=MemoryEmbedder(encoder))
+    try:
+        by_id = {ex.example_id: ex for ex in order}
+        for record in done:   # recorded episodes are in the store too (a kill may have come between)
+            ex = by_id[record["example_id"]]
+            if store is not None:
+                store.finalize(*finalized_episode(record, ex, dataset.schemas[ex.db_id], method, run_id))
+        if store is not None:
+            index = MemoryIndex(store, encoder)
+        for position in range(len(done), len(order)):
+            if stop_after is not None and position - len(done) >= stop_after:
+                break
+            ex = order[position]
+            result = run_episode(ex, position, initial[ex.example_id], method=method, model=model,
+                                 schema=dataset.schemas[ex.db_id], options=options, index=index, run_id=run_id)
+            append_jsonl(records_path, result.record)
+            if store is not None:
+                store.finalize(result.episode, result.memory)
+            if progress:
+                progress.add(result.record)
+    finally:
+        if store is not None:
+            store.close()
+    return records_path
+
+
+def run(config: RunConfig, out: Path, *, resume: bool = False, jobs: int = 1, model: ChatModel | None = None,
+        encoder=None, show_progress: bool = True,
+        log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> Path:
+    """Run every (method, seed) stream of ``config`` into ``out``."""
+    from ..llm.models import resolve_model
+    out = Path(out)
+    _check_run_json(out, config, resume)
+    dataset = load_dataset(config.dataset, config.data, limit=config.limit, subset=config.subset)
+    (out / "skipped.json").write_text(json.dumps(
+        [{"example_id": ex.example_id, "db_id": ex.db_id, "reason": why} for ex, why in dataset.skipped], indent=1))
+    log(f"{len(dataset.examples)} executable examples, {len(dataset.skipped)} skipped (database absent)")
+    model = model or resolve_model(config.model)
+    if jobs > 1 and config.model.startswith(("llama:", "replay:")):
+        raise InvalidInputError(f"--jobs {jobs} needs an HTTP backend; {config.model} runs one call at a time")
+    if encoder is None and any(get_method(m).uses_memory for m in config.methods):
+        from ..retrieval.encoders import resolve_encoder
+        encoder = resolve_encoder(config.encoder)
+    first = Progress(len(dataset.examples), "initial predictions", show_progress)
+    initial = initial_predictions(dataset.examples, dict(dataset.schemas), model, options=config.options,
+                                  cache_path=out / "initial.jsonl", progress=first.tick)
+    first.close()
+    streams = [(m, s) for s in config.seeds for m in config.methods]
+    progress = Progress(len(streams) * len(dataset.examples), "repair", show_progress)
+    work = lambda ms: run_stream(dataset, ms[0], ms[1], model, initial, options=config.options, out=out,
+                                 encoder=encoder, progress=progress)
+    if jobs > 1:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(work, streams))
+    else:
+        for ms in streams:
+            work(ms)
+    progress.close()
+    return out

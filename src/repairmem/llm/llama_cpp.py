@@ -1,0 +1,151 @@
+"""Embedded llama.cpp backend (llama-cpp-python), the default chat model.
+
+Prompts are rendered with the chat template stored in the GGUF file (``create_chat_completion``
+with the ``chat_template.default`` handler). Temperature 0 is greedy decoding.
+
+KV-cache reuse: ``Llama.generate`` compares the new prompt tokens with the tokens already
+evaluated in the context (``Llama._input_ids``) and re-evaluates only the suffix after their
+longest common prefix (when the whole prompt matches, it keeps all but the last token so the
+logits are fresh). This backend keeps one ``Llama`` per model and never resets it between
+calls, so consecutive calls sharing a prefix (system prompt, schema, question) only pay for the
+new tokens. ``Usage.cached_prompt_tokens`` reports that reused length, computed from the tokens
+in the context before the call and the prompt tokens of the call. ``reset()`` drops the cache
+(for benchmarks). Calls are serialised by a lock: one context is not thread-safe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import InvalidInputError
+from .protocol import (DEFAULT_CONFIG, ChatResult, GenerationConfig, Message, ModelUnavailableError, ToolCall,
+                       Usage)
+
+_TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+_FENCED_JSON = re.compile(r"^(?:```(?:json)?\s*)?(\{.*\})(?:\s*```)?$", re.DOTALL)
+
+
+def import_llama_cpp():
+    """The ``llama_cpp`` module, or ``ModelUnavailableError`` naming the extra to install."""
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ModelUnavailableError(f"the embedded llama.cpp backend needs llama-cpp-python ({exc}): "
+                                    f"pip install 'repairmem[llama]'") from None
+    return llama_cpp
+
+
+def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token sequences."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def parse_tool_calls(text: str, tool_names: Sequence[str] = ()) -> tuple[ToolCall, ...]:
+    """Tool calls in a completion, as small models write them.
+
+    Qwen's template asks for ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks;
+    those are taken first. Without such blocks, a reply that is only one JSON object (optionally
+    in a ```json fence) with a ``name`` among ``tool_names`` counts as one call. Anything else is
+    text, not a call.
+    """
+    blocks = [m.group(1) for m in _TOOL_CALL.finditer(text)]
+    if not blocks and tool_names:
+        m = _FENCED_JSON.match(text.strip())
+        if m:
+            blocks = [m.group(1)]
+    calls = []
+    for block in blocks:
+        try:
+            data = json.loads(block)
+            name = data["name"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if not isinstance(name, str) or (not _TOOL_CALL.search(text) and name not in tool_names):
+            continue
+        args = data.get("arguments", {})
+        calls.append(ToolCall(id=f"call_{len(calls)}", name=name,
+                              arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
+    return tuple(calls)
+
+
+class LlamaCppModel:
+    """A ``ChatModel`` running a GGUF model in-process.
+
+    ``seed`` is the sampling seed when ``GenerationConfig.seed`` is None (irrelevant at
+    temperature 0). ``name`` defaults to ``llama:<file name>``. ``n_ctx`` bounds prompt +
+    completion; a prompt that does not fit raises ``InvalidInputError`` naming the model.
+    """
+
+    def __init__(self, model_path: str | os.PathLike[str], n_ctx: int = 4096, n_threads: int = 2, seed: int = 0,
+                 verbose: bool = False, *, name: str | None = None) -> None:
+        llama_cpp = import_llama_cpp()
+        path = Path(model_path)
+        if not path.is_file():
+            raise ModelUnavailableError(f"GGUF file {path} does not exist")
+        self.model_path = path
+        self.name = name or f"llama:{path.name}"
+        self.seed = seed
+        self._lock = threading.Lock()
+        self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                                    n_threads_batch=n_threads, seed=seed, verbose=verbose)
+        # Use the GGUF's own template even when llama-cpp-python guesses a built-in format for it.
+        if "tokenizer.chat_template" in self._llm.metadata:
+            self._llm.chat_format = "chat_template.default"
+
+    @property
+    def llama(self) -> Any:
+        """The underlying ``llama_cpp.Llama`` (for inspection; do not reset it between calls)."""
+        return self._llm
+
+    def reset(self) -> None:
+        """Forget the evaluated tokens: the next call re-evaluates its whole prompt."""
+        with self._lock:
+            self._llm.reset()
+
+    def close(self) -> None:
+        with self._lock:
+            self._llm.close()
+
+    def chat(self, messages: Sequence[Message], config: GenerationConfig = DEFAULT_CONFIG, *,
+             tools: Sequence[dict] | None = None) -> ChatResult:
+        with self._lock:
+            llm = self._llm
+            before = llm.input_ids[: llm.n_tokens].tolist()
+            start = time.perf_counter()
+            try:
+                response = llm.create_chat_completion(
+                    messages=[m.to_dict() for m in messages],
+                    tools=[dict(t) for t in tools] if tools else None,
+                    temperature=config.temperature,
+                    seed=config.seed if config.seed is not None else self.seed,
+                    max_tokens=config.max_tokens,
+                    stop=list(config.stop),
+                )
+            except ValueError as exc:  # prompt longer than n_ctx, template refusing the messages
+                raise InvalidInputError(f"{self.name} ({self.model_path.name}): {exc}") from None
+            elapsed = time.perf_counter() - start
+            usage = response["usage"]
+            n_prompt = int(usage["prompt_tokens"])
+            # After the call the context starts with this call's prompt tokens.
+            prompt = llm.input_ids[:n_prompt].tolist()
+        cached = common_prefix_len(before, prompt)
+        if cached >= n_prompt:  # generate() re-evaluates the last prompt token when all of it matches
+            cached = max(0, n_prompt - 1)
+        choice = response["choices"][0]
+        text = choice["message"].get("content") or ""
+        names = [t.get("function", {}).get("name", "") for t in tools or ()]
+        tool_calls = parse_tool_calls(text, names) if tools else ()
+        finish = "tool_calls" if tool_calls else str(choice.get("finish_reason") or "stop")
+        return ChatResult(text=text, usage=Usage(n_prompt, int(usage["completion_tokens"]), cached),
+                          model=self.name, finish_reason=finish, elapsed_s=elapsed, tool_calls=tool_calls)

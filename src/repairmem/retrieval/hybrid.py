@@ -1,0 +1,230 @@
+"""One hybrid ranker for every method: MERIT's type-conditioned dense + BM25 ranking and its ablations.
+
+For each polarity pool (MERIT §3.2, Appendix D):
+
+1. the legal pool L comes from the store's candidate API (causal eligibility, scope, polarity);
+2. type conditioning: the typed pool T (same failure type) when |T| >= ``typed_min`` (3), else L;
+   the type-reliability variant filters only for reliable types (Syntax, Schema Linking,
+   Execution) and otherwise ranks all of L with a ``type_bonus`` (+0.10) for a type match;
+3. min-max normalisation of dense and BM25 scores within the selected pool,
+   s_hat = (s - s_min) / (s_max - s_min), or 0 when s_max = s_min;
+4. r = w_dense * d_hat + w_bm25 * b_hat (+ bonus * type_match), defaults 0.75 / 0.25;
+5. ties: dense desc, BM25 desc, type match desc, memory id asc;
+6. the top ``k`` of the pool (MERIT: 3 positives + 1 negative; Dynamic RAG: top 4 of one untyped
+   pool of everything legal).
+
+BM25 document statistics (N, df, average length) are taken over the selected pool, as MERIT's
+implementation scores each pool on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..types import MemoryVariant, Polarity, Scope, SqlFailureType
+from .index import MemoryIndex
+from .texts import query_text
+
+TYPE_MODES = ("filter", "reliability", "none", "random")
+RELIABLE_TYPES = frozenset({SqlFailureType.SYNTAX.value, SqlFailureType.SCHEMA_LINKING.value,
+                            SqlFailureType.EXECUTION.value})
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """One row of the methods table, validated at construction."""
+
+    name: str
+    k_positive: int = 3
+    k_negative: int = 1
+    pooled: bool = False           # one untyped pool of every legal memory (Dynamic RAG), top k_pooled
+    k_pooled: int = 4
+    type_mode: str = "filter"      # filter | reliability | none | random (seeded pick from the typed pool)
+    typed_min: int = 3
+    reliable_types: frozenset[str] = RELIABLE_TYPES
+    type_bonus: float = 0.10
+    dense_weight: float = 0.75
+    bm25_weight: float = 0.25
+    scope: Scope = Scope.GLOBAL
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scope", Scope.parse(self.scope))
+        if self.type_mode not in TYPE_MODES:
+            raise InvalidInputError(f"{self.name}: type_mode {self.type_mode!r} not in {TYPE_MODES}")
+        for name in ("k_positive", "k_negative", "k_pooled", "typed_min"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInputError(f"{self.name}: {name} must be an int >= 0, got {value!r}")
+        for name in ("dense_weight", "bm25_weight", "type_bonus"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+                raise InvalidInputError(f"{self.name}: {name} must be a finite number >= 0, got {value!r}")
+        if self.dense_weight + self.bm25_weight <= 0 and self.type_mode != "random":
+            raise InvalidInputError(f"{self.name}: dense_weight + bm25_weight must be > 0")
+
+
+MERIT = RetrievalConfig("merit")
+RETRIEVAL_METHODS: dict[str, RetrievalConfig] = {c.name: c for c in (
+    MERIT,
+    replace(MERIT, name="merit_type_reliability", type_mode="reliability"),
+    replace(MERIT, name="dynamic_rag", pooled=True, type_mode="none"),
+    replace(MERIT, name="positive_only", k_negative=0),
+    replace(MERIT, name="no_type_filter", type_mode="none"),
+    replace(MERIT, name="no_dense", dense_weight=0.0, bm25_weight=1.0),
+    replace(MERIT, name="no_bm25", dense_weight=1.0, bm25_weight=0.0),
+    replace(MERIT, name="random_same_type", type_mode="random"),
+    replace(MERIT, name="cross_database_only", scope=Scope.CROSS),
+)}
+
+
+def retrieval_config(name: str, **overrides: Any) -> RetrievalConfig:
+    if name not in RETRIEVAL_METHODS:
+        raise InvalidInputError(f"unknown retrieval method {name!r}; choose from {', '.join(RETRIEVAL_METHODS)}")
+    return replace(RETRIEVAL_METHODS[name], **overrides) if overrides else RETRIEVAL_METHODS[name]
+
+
+@dataclass(frozen=True)
+class RetrievalQuery:
+    """The current failure: who asks (causality), what failed (texts), and its predicted type."""
+
+    question: str
+    current: str                 # current SQL or command
+    failure_type: str
+    position: int
+    query_id: str
+    namespace: str
+    failure_context: str = ""
+    kind: str = "sql"
+
+    @property
+    def text(self) -> str:
+        return query_text(self.question, self.current, self.failure_context, self.failure_type)
+
+
+@dataclass(frozen=True)
+class Scored:
+    memory: MemoryVariant
+    dense: float
+    bm25: float
+    dense_norm: float
+    bm25_norm: float
+    type_match: float
+    score: float
+
+
+@dataclass(frozen=True)
+class PoolExplanation:
+    polarity: str                # "+", "-" or "any" (pooled)
+    legal: int                   # size of the legal same-polarity pool
+    typed: int                   # how many of those share the predicted type
+    selected: int                # size of the pool actually ranked
+    fell_back: bool              # typed pool too small: ranked the whole legal pool
+    mode: str
+    candidates: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    positives: tuple[Scored, ...]
+    negatives: tuple[Scored, ...]
+    pools: tuple[PoolExplanation, ...] = field(default=())
+    method: str = ""
+
+    @property
+    def ids(self) -> list[int]:
+        return [s.memory.id for s in (*self.positives, *self.negatives)]
+
+    def explain(self) -> dict:
+        return {"method": self.method, "pools": [p.__dict__ | {"candidates": list(p.candidates)} for p in self.pools]}
+
+
+def minmax(scores: np.ndarray) -> np.ndarray:
+    """(s - min) / (max - min) over the pool; all zeros when max == min (MERIT Appendix D)."""
+    if not len(scores):
+        return scores
+    low, high = scores.min(), scores.max()
+    return (scores - low) / (high - low) if high > low else np.zeros_like(scores)
+
+
+def _rank(index: MemoryIndex, pool: np.ndarray, query: RetrievalQuery, qvec: np.ndarray | None,
+          config: RetrievalConfig, k: int, bonus: float) -> list[tuple[int, float, float, float, float, float, float]]:
+    """Top-k (id, dense, bm25, dense_norm, bm25_norm, type_match, score) of one selected pool."""
+    if not len(pool) or k == 0:
+        return []
+    dense = index.dense_scores(qvec, pool) if config.dense_weight > 0 else np.zeros(len(pool))
+    bm25 = index.bm25_scores(query.text, pool) if config.bm25_weight > 0 else np.zeros(len(pool))
+    match = index.type_match(pool, query.failure_type)
+    d_hat, b_hat = minmax(dense), minmax(bm25)
+    score = config.dense_weight * d_hat + config.bm25_weight * b_hat + bonus * match
+    # np.lexsort sorts by the last key first: score, then dense, BM25, type match (all desc), then id asc
+    if len(pool) > 4 * k:   # only the candidates that can reach the top k need the full tie-break sort
+        cut = np.partition(score, len(score) - k)[len(score) - k]
+        keep = np.flatnonzero(score >= cut)
+    else:
+        keep = np.arange(len(pool))
+    order = keep[np.lexsort((pool[keep], -match[keep], -bm25[keep], -dense[keep], -score[keep]))][:k]
+    return [(int(pool[i]), float(dense[i]), float(bm25[i]), float(d_hat[i]), float(b_hat[i]), float(match[i]),
+             float(score[i])) for i in order]
+
+
+def _random_pick(pool: np.ndarray, query: RetrievalQuery, config: RetrievalConfig, k: int, polarity: str):
+    """Seeded, reproducible pick for the random-same-type ablation (no ranking)."""
+    digest = hashlib.blake2b(f"{config.seed}/{query.query_id}/{query.position}/{polarity}".encode(),
+                             digest_size=8).digest()
+    rng = np.random.default_rng(int.from_bytes(digest, "little"))
+    chosen = np.sort(rng.choice(pool, size=min(k, len(pool)), replace=False)) if len(pool) else pool
+    return [(int(i), 0.0, 0.0, 0.0, 0.0, 1.0, 0.0) for i in chosen]
+
+
+def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig = MERIT, *,
+             query_vector: np.ndarray | None = None, explain_top: int = 10) -> Retrieval:
+    """Rank the causally eligible memories for ``query`` according to ``config``.
+
+    ``query_vector`` may be passed when the caller has already embedded ``query.text``.
+    """
+    index.sync()
+    store = index.store
+    if config.dense_weight > 0 and query_vector is None:
+        query_vector = index.encode_query(query.text)
+    eligible = dict(position=query.position, query_id=query.query_id, namespace=query.namespace,
+                    scope=config.scope, kind=query.kind)
+    plans = ([("any", None, config.k_pooled)] if config.pooled else
+             [("+", Polarity.POSITIVE, config.k_positive), ("-", Polarity.NEGATIVE, config.k_negative)])
+    found: dict[str, list] = {}
+    pools: list[PoolExplanation] = []
+    for label, polarity, k in plans:
+        if k == 0:
+            continue
+        legal = store.eligible_ids(polarity=polarity, **eligible)
+        typed = legal[index.type_match(legal, query.failure_type) > 0]   # a subset of what the store allowed
+        filtering = config.type_mode in ("filter", "random") or (
+            config.type_mode == "reliability" and query.failure_type in config.reliable_types)
+        use_typed = filtering and len(typed) >= config.typed_min
+        pool = typed if use_typed else legal
+        bonus = config.type_bonus if config.type_mode == "reliability" and not filtering else 0.0
+        if config.type_mode == "random":
+            ranked = _random_pick(pool, query, config, k, label)
+        else:
+            ranked = _rank(index, pool, query, query_vector, config, max(k, explain_top), bonus)
+        found[label] = ranked[:k]
+        keys = ("id", "dense", "bm25", "dense_norm", "bm25_norm", "type_match", "score")
+        pools.append(PoolExplanation(label, len(legal), len(typed), len(pool), filtering and not use_typed,
+                                     config.type_mode, tuple(dict(zip(keys, row)) for row in ranked[:explain_top])))
+
+    def scored(rows) -> tuple[Scored, ...]:
+        memories = store.get([r[0] for r in rows])   # fresh from the store: counters may have moved
+        return tuple(Scored(m, *r[1:]) for m, r in zip(memories, rows))
+
+    if config.pooled:
+        chosen = scored(found.get("any", []))
+        positives = tuple(s for s in chosen if s.memory.polarity is Polarity.POSITIVE)
+        negatives = tuple(s for s in chosen if s.memory.polarity is Polarity.NEGATIVE)
+    else:
+        positives, negatives = scored(found.get("+", [])), scored(found.get("-", []))
+    return Retrieval(positives, negatives, tuple(pools), config.name)

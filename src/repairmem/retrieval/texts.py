@@ -1,0 +1,87 @@
+"""What each retrieval channel reads (MERIT Appendix D, "Dense retrieval" and "Lexical retrieval").
+
+- dense memory text: source question, source schema, failure context, normalized SQL
+  transformation, error type, observed outcome, observed DBMS error;
+- BM25 memory text: source question, failure context, SQL delta, error type, observed outcome,
+  observed DBMS error, and the observed successful direction when one exists (positives);
+- retrieval query: current question, current SQL (or command), failure context, failure type.
+
+Terminal/coding variants use the same fields: the command takes the place of the SQL and the
+signatures (command, paths, stack, entities) join the lexical text, where exact overlap matters.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+
+from ..types import MemoryVariant, Polarity, normalize_command, normalize_sql
+from .bm25 import tokenize
+
+
+def _normalize(memory: MemoryVariant, text: str) -> str:
+    return normalize_sql(text) if memory.kind == "sql" else normalize_command(text)
+
+
+def transition_text(memory: MemoryVariant) -> str:
+    return f"{_normalize(memory, memory.before)} -> {_normalize(memory, memory.after)}"
+
+
+def delta_text(before: str, after: str) -> str:
+    """Tokens removed and added between two attempts (multiset difference), in first-seen order."""
+    b, a = Counter(tokenize(before)), Counter(tokenize(after))
+    removed = [t for t in dict.fromkeys(tokenize(before)) if b[t] > a[t]]
+    added = [t for t in dict.fromkeys(tokenize(after)) if a[t] > b[t]]
+    return f"removed: {' '.join(removed)} added: {' '.join(added)}"
+
+
+def _signature_text(memory: MemoryVariant) -> str:
+    parts = []
+    for key in ("command", "paths", "stack", "entities"):
+        value = memory.signatures.get(key)
+        if value:
+            parts.append(" ".join(value) if isinstance(value, (list, tuple)) else str(value))
+    return " ".join(parts)
+
+
+def dense_text(memory: MemoryVariant) -> str:
+    return "\n".join(filter(None, (
+        f"question: {memory.question}",
+        f"schema: {memory.context}" if memory.context else "",
+        f"failure: {memory.failure_context}" if memory.failure_context else "",
+        f"transformation: {transition_text(memory)}",
+        f"error type: {memory.failure_type}",
+        f"outcome: {memory.outcome.value}",
+        f"error: {memory.error}" if memory.error else "",
+    )))
+
+
+def bm25_text(memory: MemoryVariant) -> str:
+    return " ".join(filter(None, (
+        memory.question,
+        memory.failure_context,
+        delta_text(memory.before, memory.after),
+        memory.failure_type,
+        memory.outcome.value,
+        memory.error,
+        memory.after if memory.polarity is Polarity.POSITIVE else "",
+        _signature_text(memory),
+    )))
+
+
+def query_text(question: str, current: str, failure_context: str, failure_type: str) -> str:
+    """The retrieval query of both channels: question + current SQL/command + failure context + type."""
+    return "\n".join(filter(None, (question, current, failure_context, failure_type)))
+
+
+class MemoryEmbedder:
+    """Adapts an ``Encoder`` to the store's ``Embedder`` hook: embeds each memory's dense text."""
+
+    def __init__(self, encoder) -> None:
+        self.encoder = encoder
+        self.name = encoder.name
+
+    def embed(self, memories: Sequence[MemoryVariant]) -> np.ndarray:
+        return self.encoder.encode([dense_text(m) for m in memories])

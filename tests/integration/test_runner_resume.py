@@ -1,0 +1,111 @@
+"""A run killed with SIGKILL at random points and resumed equals an uninterrupted run."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from repairmem.agents.sql_repair import METHODS, LoopOptions
+from repairmem.bench.runner import RunConfig, run
+from repairmem.errors import InvalidInputError
+from repairmem.llm.replay import RecordingModel, ReplayModel
+from repairmem.retrieval.encoders import HashingEncoder
+from repairmem.store import open_store
+from tests.fixtures.mini_spider import ScriptedAnswerer, build_mini_spider
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+METHOD_NAMES = ("iterative", "reflexion", "dynamic_rag", "merit", "no_type_filter")
+SEEDS = (0, 1)
+
+RUNNER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from repairmem.agents.sql_repair import LoopOptions
+    from repairmem.bench.runner import RunConfig, run
+    from repairmem.llm.replay import ReplayModel
+    from repairmem.retrieval.encoders import HashingEncoder
+    import time
+
+    class SlowReplay(ReplayModel):
+        # a model call takes time, as a real one does: kills then land anywhere in the stream
+        def chat(self, *args, **kwargs):
+            time.sleep(0.01)
+            return super().chat(*args, **kwargs)
+
+    data, cassette, out = sys.argv[1:4]
+    config = RunConfig("spider", data, tuple(sys.argv[4].split(",")), (0, 1), model="replay:x", encoder="hashing",
+                       options=LoopOptions(budget=3))
+    run(config, Path(out), resume=True, model=SlowReplay(cassette), encoder=HashingEncoder(64),
+        show_progress=False, log=lambda s: None)
+""")
+
+
+def config_for(data):
+    return RunConfig("spider", str(data), METHOD_NAMES, SEEDS, model="replay:x", encoder="hashing",
+                     options=LoopOptions(budget=3))
+
+
+def snapshot(out):
+    """Records without timings, and every store's memories with their provenance and counters."""
+    records = {}
+    for path in sorted((out / "records").glob("*.jsonl")):
+        lines = []
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            r["initial_usage"].pop("elapsed_s", None)
+            for step in r["steps"]:
+                for call in step["calls"]:
+                    call.pop("elapsed_s")
+            lines.append(r)
+        records[path.name] = lines
+    stores = {}
+    for path in sorted((out / "stores").glob("*.db")):
+        with open_store(path) as store:
+            stores[path.name] = (store.all_variants(), store.stats()["episodes"])
+    return records, stores
+
+
+@pytest.mark.slow
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
+    data = build_mini_spider(tmp_path / "spider")
+    cassette = tmp_path / "cassette.jsonl"
+    reference = run(config_for(data), tmp_path / "reference", model=RecordingModel(ScriptedAnswerer(), cassette),
+                    encoder=HashingEncoder(64), show_progress=False, log=lambda s: None)
+    out = tmp_path / "interrupted"
+    rng = random.Random(3)
+    kills = 0
+    for attempt in range(60):
+        proc = subprocess.Popen([sys.executable, "-c", RUNNER, str(data), str(cassette), str(out),
+                                 ",".join(METHOD_NAMES)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        try:
+            proc.wait(timeout=0.8 + rng.random() * 1.0)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+            continue
+        assert proc.returncode == 0, proc.stderr.read()
+        break
+    else:
+        pytest.fail("the resumed run never finished")
+    assert kills >= 2, "the run finished before it could be interrupted twice; the test proves nothing"
+    assert snapshot(out) == snapshot(reference)
+
+
+def test_resume_refuses_another_configuration_and_a_second_run_without_resume(tmp_path):
+    data = build_mini_spider(tmp_path / "spider")
+    cassette = tmp_path / "cassette.jsonl"
+    small = RunConfig("spider", str(data), ("iterative",), (0,), model="replay:x", options=LoopOptions(budget=1))
+    run(small, tmp_path / "out", model=RecordingModel(ScriptedAnswerer(), cassette), show_progress=False,
+        log=lambda s: None)
+    with pytest.raises(InvalidInputError, match="--resume"):
+        run(small, tmp_path / "out", model=ReplayModel(cassette), show_progress=False, log=lambda s: None)
+    other = RunConfig("spider", str(data), ("iterative",), (0,), model="replay:x", options=LoopOptions(budget=2))
+    with pytest.raises(InvalidInputError, match="another configuration"):
+        run(other, tmp_path / "out", resume=True, model=ReplayModel(cassette), show_progress=False, log=lambda s: None)

@@ -1,0 +1,152 @@
+"""Every method through the real episode loop: real SQLite databases, replayed model answers."""
+
+import json
+import re
+
+import pytest
+
+from repairmem import PromptLeakError
+from repairmem.agents.sql_repair import METHODS, LoopOptions, SqlEnvironment
+from repairmem.bench.datasets import load_dataset
+from repairmem.bench.runner import RunConfig, run
+from repairmem.llm.replay import RecordingModel, ReplayModel
+from repairmem.retrieval.encoders import HashingEncoder
+from repairmem.store import open_store
+from tests.fixtures.mini_spider import SCRIPT, ScriptedAnswerer, build_mini_spider
+
+BUDGET = 3
+
+
+class Capturing:
+    """Remembers every prompt sent, in order, around a real backend."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.prompts = inner, inner.name, []
+
+    def chat(self, messages, config=None, **kw):
+        self.prompts.append(messages[-1].content)
+        return self.inner.chat(messages, config, **kw)
+
+
+def strip_timing(record):
+    record = json.loads(json.dumps(record))
+    record["initial_usage"].pop("elapsed_s", None)
+    for step in record["steps"]:
+        for call in step["calls"]:
+            call.pop("elapsed_s")
+    return record
+
+
+def read_records(out, method, seed=0):
+    return [json.loads(line) for line in (out / "records" / f"{method}-seed{seed}.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    """Record a cassette once with the scripted answerer, then run every method from the replay."""
+    tmp = tmp_path_factory.mktemp("loop")
+    data = build_mini_spider(tmp / "spider")
+    config = RunConfig("spider", str(data), tuple(METHODS), (0,), model="replay:unused",
+                       encoder="hashing", options=LoopOptions(budget=BUDGET))
+    cassette = tmp / "cassette.jsonl"
+    run(config, tmp / "recorded", model=RecordingModel(ScriptedAnswerer(), cassette), encoder=HashingEncoder(64),
+        show_progress=False, log=lambda s: None)
+    model = Capturing(ReplayModel(cassette))
+    out = run(config, tmp / "replayed", model=model, encoder=HashingEncoder(64), show_progress=False,
+              log=lambda s: None)
+    return tmp, out, model
+
+
+def test_replay_reproduces_the_recorded_run(replayed):
+    tmp, out, _ = replayed
+    for name in METHODS:
+        assert [strip_timing(r) for r in read_records(out, name)] == \
+               [strip_timing(r) for r in read_records(tmp / "recorded", name)]
+
+
+def test_absent_database_is_listed_as_skipped(replayed):
+    _, out, _ = replayed
+    skipped = json.loads((out / "skipped.json").read_text())
+    assert [s["db_id"] for s in skipped] == ["gone"]
+    assert len(read_records(out, "merit")) == len(SCRIPT)
+
+
+def test_zeroshot_never_repairs_and_iterative_repairs_without_memory(replayed):
+    _, out, _ = replayed
+    for r in read_records(out, "zeroshot"):
+        assert r["steps"] == [] and r["final_correct"] == r["initial_correct"]
+    iterative = read_records(out, "iterative")
+    assert not (out / "stores" / "iterative-seed0.db").exists()
+    for r in iterative:
+        assert all(s["retrieved"] is None for s in r["steps"])
+        assert len(r["attempts"]) <= 1 + BUDGET
+        if not r["initial_correct"]:
+            assert r["steps"], "an initial failure must enter repair"
+            assert r["final_correct"] or len(r["attempts"]) == 1 + BUDGET
+            assert all(len(s["calls"]) == 1 and s["calls"][0]["purpose"] == "repair" for s in r["steps"])
+    assert sum(r["final_correct"] and not r["initial_correct"] for r in iterative) == 5
+
+
+def test_reflexion_adds_one_reflection_call_per_step(replayed):
+    _, out, _ = replayed
+    for r in read_records(out, "reflexion"):
+        for s in r["steps"]:
+            assert [c["purpose"] for c in s["calls"]] == ["reflection", "repair"]
+            assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 for c in s["calls"])
+
+
+def test_merit_writes_one_memory_per_repaired_or_failed_episode(replayed):
+    _, out, _ = replayed
+    records = read_records(out, "merit")
+    with open_store(out / "stores" / "merit-seed0.db") as store:
+        stats = store.stats()
+        assert stats["episodes"] == len(records)
+        expected_pos = sum(r["final_correct"] and not r["initial_correct"] for r in records)
+        expected_neg = sum(not r["final_correct"] for r in records)
+        assert stats["by_polarity"] == {"positive": expected_pos, "negative": expected_neg}
+        for r in records:
+            assert (r["memory"] is None) == r["initial_correct"]
+    with open_store(out / "stores" / "dynamic_rag-seed0.db") as store:
+        assert set(store.stats()["by_polarity"]) == {"positive"}   # Dynamic RAG writes positives only
+
+
+def test_retrieved_memories_are_causal_and_are_the_ones_in_the_prompt(replayed):
+    _, out, model = replayed
+    prompts = iter(model.prompts[len(SCRIPT):])   # the initial predictions come first
+    retrieved_any = False
+    for name in METHODS:
+        store = open_store(out / "stores" / f"{name}-seed0.db") if METHODS[name].uses_memory else None
+        for r in read_records(out, name):
+            for step in r["steps"]:
+                step_prompts = [next(prompts) for _ in step["calls"]]
+                blocks = re.findall(r"^<<<MEMORY (\d+)>>>$", step_prompts[-1], re.MULTILINE)
+                if step["retrieved"] is None:
+                    assert blocks == []
+                    continue
+                ids = step["retrieved"]["positive"] + step["retrieved"]["negative"]
+                retrieved_any |= bool(ids)
+                assert blocks == [str(i) for i in range(1, len(ids) + 1)]
+                for memory in store.get(ids):
+                    assert min(p.source_pos for p in memory.provenance) < r["position"]
+                    assert all(p.source_query != r["example_id"] for p in memory.provenance)
+                    assert memory.after in step_prompts[-1]
+        if store:
+            store.close()
+    assert retrieved_any, "the fixture stream should make memory methods retrieve something"
+
+
+def test_no_prompt_contains_the_reference_sql(replayed):
+    _, _, model = replayed
+    golds = {q: gold for q, (_, gold, _) in SCRIPT.items()}
+    for prompt in model.prompts:
+        question = next(q for q in golds if f"### Question\n{q}" in prompt)
+        assert " ".join(golds[question].split()) not in " ".join(prompt.split())
+
+
+def test_the_audit_aborts_on_a_leaking_prompt(tmp_path):
+    data = build_mini_spider(tmp_path)
+    ex = load_dataset("spider", data).examples[1]
+    env = SqlEnvironment(ex, LoopOptions())
+    env.audit("Question: how many students live in Paris?", "ok")
+    with pytest.raises(PromptLeakError, match="reference sql"):
+        env.audit("hint: " + ex.gold_sql.replace("SELECT", "select\n").replace("FROM", "from"), "leak test")
