@@ -161,9 +161,17 @@ def cmd_sql_run(args):
                        model=args.model, limit=args.limit, subset=_read_subset(args.subset), encoder=args.encoder,
                        options=LoopOptions(dataset=args.dataset, budget=args.budget, layout=args.layout,
                                            max_tokens=args.max_tokens))
-    out = run(config, Path(args.out), resume=args.resume, jobs=args.jobs, show_progress=not args.json)
+    options = {"n_threads": args.threads} if args.threads and args.model.startswith("llama:") else {}
+    out = run(config, Path(args.out), resume=args.resume, jobs=args.jobs, model_options=options,
+              show_progress=not args.json)
     _emit(args, {"out": str(out)}, lambda: f"run written to {out}")
     return 0
+
+
+def cmd_sql_report(args):
+    from .bench.report import main_report
+    return main_report(args.run_dir, json_out=args.json, out_dir=args.out, baseline=args.baseline,
+                       bootstrap=args.bootstrap, seed=args.seed, cluster=args.cluster)
 
 
 # -- classify ----------------------------------------------------------------------------------
@@ -319,6 +327,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layout", choices=["paper", "cache"], default="paper")
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--encoder", default="default")
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default 2)")
+    p = command(sql, "report", cmd_sql_report, "tables (paper's Tables 1-4), plots and an HTML page from a run's records")
+    p.add_argument("run_dir")
+    p.add_argument("--out", help="where to write (default RUN_DIR/report)")
+    p.add_argument("--baseline", default="iterative")
+    p.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples for paired intervals")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cluster", choices=["query", "database"], default="query")
 
     classify = sub.add_parser("classify", help="deterministic failure classifiers").add_subparsers(dest="classify_cmd", required=True)
     p = command(classify, "sql", cmd_classify_sql, "classify a failed SQL attempt")

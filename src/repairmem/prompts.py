@@ -65,15 +65,20 @@ _REPAIR_FOOTER = """Write a corrected SQLite query. Do not repeat a query from t
 Return only the SQL query between <answer> and </answer> tags."""
 
 
-def prompt_version(dataset: str, kind: str, layout: str = "paper") -> str:
-    """``spider-repair-v3``, ``bird-initial-v3``, ``spider-repair-v3-cache`` …"""
+def prompt_version(dataset: str, kind: str, layout: str = "paper", *, grounded: bool = False) -> str:
+    """``spider-repair-v3``, ``bird-initial-v3``, ``spider-repair-v3-cache``, ``spider-repair-v3-grounded`` …
+
+    ``grounded``: the repair prompt carries observable evidence and schema sample values.
+    """
     if dataset not in ("spider", "bird"):
         raise InvalidInputError(f"unknown dataset {dataset!r}; expected spider or bird")
     if kind not in ("initial", "repair", "reflection"):
         raise InvalidInputError(f"unknown prompt kind {kind!r}")
     if layout not in LAYOUTS:
         raise InvalidInputError(f"unknown prompt layout {layout!r}; expected one of {LAYOUTS}")
-    return f"{dataset}-{kind}-v3" + ("-cache" if layout == "cache" and kind == "repair" else "")
+    repair = kind == "repair"
+    return (f"{dataset}-{kind}-v3" + ("-cache" if layout == "cache" and repair else "")
+            + ("-grounded" if grounded and repair else ""))
 
 
 # -- untrusted text ---------------------------------------------------------------------------
@@ -86,6 +91,9 @@ def neutralize(text: str) -> str:
     """Make untrusted text safe inside a delimited block: no block delimiters, no answer tags."""
     text = _DELIMITER.sub(lambda m: "‹" * len(m.group(0)) if m.group(0)[0] == "<" else "›" * len(m.group(0)), text)
     return _ANSWER_TAG.sub(lambda m: f"[{m.group(1)}answer]", text)
+
+
+MEMORY_BLOCK = re.compile(r"^<<<MEMORY (\d+)>>>\n.*?\n<<<END MEMORY \1>>>$", re.DOTALL | re.MULTILINE)
 
 
 def render_memory(index: int, memory: MemoryVariant) -> str:
@@ -150,12 +158,13 @@ def reflection_prompt(*, question: str, schema: str, history: Sequence[AttemptVi
 def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, error: str, failure_type: str,
                   history: Sequence[AttemptView], positives: Sequence[MemoryVariant] = (),
                   negatives: Sequence[MemoryVariant] = (), reflections: Sequence[str] = (),
-                  evidence: str = "", observations: str = "", layout: str = "paper") -> str:
+                  evidence: str = "", observations: str = "", samples: str = "", layout: str = "paper") -> str:
     """The repair prompt in either layout; every field is always present ("(none)" when empty)."""
     if layout not in LAYOUTS:
         raise InvalidInputError(f"unknown prompt layout {layout!r}; expected one of {LAYOUTS}")
     sections = {
-        "schema": f"### Database schema\n{schema}" + _evidence_block(evidence).rstrip("\n"),
+        "schema": f"### Database schema\n{schema}" + (f"\n\n### Sample values\n{samples}" if samples else "")
+                  + _evidence_block(evidence).rstrip("\n"),
         "question": f"### Question\n{question}",
         "current": (f"### Current SQL\n{neutralize(current_sql)}\n\n### Current feedback\nStatus: {status}\n"
                     f"DBMS error: {neutralize(error) or '(none)'}\nPredicted failure type: {failure_type}"

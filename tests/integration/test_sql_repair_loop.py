@@ -147,6 +147,42 @@ def test_the_audit_aborts_on_a_leaking_prompt(tmp_path):
     data = build_mini_spider(tmp_path)
     ex = load_dataset("spider", data).examples[1]
     env = SqlEnvironment(ex, LoopOptions())
-    env.audit("Question: how many students live in Paris?", "ok")
+    env.audit("Question: how many students live in Paris?", "ok", position=5)
     with pytest.raises(PromptLeakError, match="reference sql"):
-        env.audit("hint: " + ex.gold_sql.replace("SELECT", "select\n").replace("FROM", "from"), "leak test")
+        env.audit("hint: " + ex.gold_sql.replace("SELECT", "select\n").replace("FROM", "from"), "leak test",
+                  position=5)
+
+
+def memory_with_after(after, source_query, pos):
+    from repairmem import MemoryVariant, Provenance
+    return MemoryVariant(kind="sql", polarity="+", namespace="school", failure_type="Schema Linking",
+                         question="How many students are in Paris?", before="SELECT count(*) FROM students",
+                         after=after, outcome="CORRECT", provenance=(Provenance(source_query, "e", pos),), id=7)
+
+
+def test_a_causal_memory_equal_to_the_reference_is_counted_and_a_non_causal_one_aborts(tmp_path):
+    from repairmem.prompts import render_memories
+    data = build_mini_spider(tmp_path)
+    ex = load_dataset("spider", data).examples[1]
+    env = SqlEnvironment(ex, LoopOptions())
+    paraphrase = memory_with_after(ex.gold_sql, "spider_dev/99", 2)      # another query, earlier in the stream
+    prompt = "### CONFIRMED\n" + render_memories([paraphrase])
+    assert env.audit(prompt, "paraphrase", position=5, memories=[paraphrase]) == 1
+    own = memory_with_after(ex.gold_sql, ex.example_id, 2)               # the current query's own memory
+    with pytest.raises(PromptLeakError, match="not causal"):
+        env.audit("### CONFIRMED\n" + render_memories([own]), "own", position=5, memories=[own])
+    future = memory_with_after("SELECT 1", "spider_dev/99", 5)           # not observed before position 5
+    with pytest.raises(PromptLeakError, match="not causal"):
+        env.audit("### CONFIRMED\n" + render_memories([future]), "future", position=5, memories=[future])
+    with pytest.raises(PromptLeakError, match="reference sql"):         # outside a memory block it is a leak
+        env.audit(prompt + "\n" + ex.gold_sql, "outside", position=5, memories=[paraphrase])
+
+
+def test_the_agents_own_attempt_containing_the_reference_as_a_prefix_is_not_a_leak(tmp_path):
+    data = build_mini_spider(tmp_path)
+    ex = load_dataset("spider", data).examples[1]
+    env = SqlEnvironment(ex, LoopOptions())
+    own = ex.gold_sql + " LIMIT 3"
+    assert env.audit(f"[0] {own}", "own attempt", position=5, own_texts=[own]) == 0
+    with pytest.raises(PromptLeakError, match="reference sql"):
+        env.audit(f"[0] {own}", "no own texts given", position=5)

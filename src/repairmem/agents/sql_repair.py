@@ -18,6 +18,7 @@ DBMS error, the prediction's own result).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -26,25 +27,33 @@ from ..bench.scoring import Verdict, score_bird, score_spider
 from ..classify.sql import classify_sql
 from ..errors import InvalidInputError
 from ..llm.protocol import ChatModel, ChatResult, GenerationConfig, Message
-from ..prompt_audit import check_prompt
+from ..errors import PromptLeakError
+from ..prompt_audit import check_prompt, find_leaks
 from ..prompts import AttemptView, prompt_version, reflection_prompt, repair_prompt
-from ..prompts import extract_sql
+from ..prompts import MEMORY_BLOCK, extract_sql
 from ..retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig, RetrievalQuery, retrieve
 from ..sqlexec import execute_readonly
-from ..types import Attempt, Episode, Outcome, Polarity, memory_from_episode
+from ..types import Attempt, Episode, Outcome, Polarity, memory_from_episode, normalize_sql
 
 BOTH = (Polarity.POSITIVE, Polarity.NEGATIVE)
 
 
 @dataclass(frozen=True)
 class Method:
-    """One row of the methods table."""
+    """One row of the methods table.
+
+    ``grounded`` switches on the loop options that make repair move on small models: the repeat
+    guard (a repeated query is not executed; the model is told which attempt it repeated and,
+    after ``LoopOptions.repeats_before_sampling`` repeats in a row, sampled with a recorded seed),
+    observable evidence about its own result and literals, and schema sample values.
+    """
 
     name: str
     repair: bool = True
     retrieval: RetrievalConfig | None = None
     reflections: bool = False
     writes: tuple[Polarity, ...] = ()
+    grounded: bool = False
 
     @property
     def uses_memory(self) -> bool:
@@ -68,6 +77,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     _memory_method("no_bm25"),
     _memory_method("random_same_type"),
     _memory_method("cross_database_only"),
+    Method("iterative_grounded", grounded=True),
+    replace(_memory_method("dynamic_rag", writes=(Polarity.POSITIVE,)), name="dynamic_rag_grounded", grounded=True),
+    replace(_memory_method("merit"), name="merit_grounded", grounded=True),
 )}
 
 
@@ -86,6 +98,9 @@ class LoopOptions:
     layout: str = "paper"               # repair prompt layout: paper | cache
     max_tokens: int = 512
     timeout_s: float | None = None      # per execution; default 60 s Spider, 30 s BIRD
+    repeats_before_sampling: int = 1    # grounded methods: consecutive repeats before sampling
+    sampling_temperature: float = 0.8
+    seed: int = 0                       # seeds the sampling fallback (with the query id and step)
 
     def __post_init__(self) -> None:
         if self.dataset not in ("spider", "bird"):
@@ -95,6 +110,12 @@ class LoopOptions:
         prompt_version(self.dataset, "repair", self.layout)   # validates the layout
         if self.timeout_s is not None and not self.timeout_s > 0:
             raise InvalidInputError(f"timeout_s must be > 0, got {self.timeout_s!r}")
+        if isinstance(self.repeats_before_sampling, bool) or not isinstance(self.repeats_before_sampling, int) \
+                or self.repeats_before_sampling < 1:
+            raise InvalidInputError(f"repeats_before_sampling must be an int >= 1, got {self.repeats_before_sampling!r}")
+        GenerationConfig(temperature=self.sampling_temperature)   # validates the range
+        if not self.sampling_temperature > 0:
+            raise InvalidInputError("sampling_temperature must be > 0: it is the fallback that makes attempts differ")
 
     @property
     def execution_timeout(self) -> float:
@@ -102,6 +123,12 @@ class LoopOptions:
 
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_tokens=self.max_tokens, temperature=0.0)
+
+    def sampling(self, query_id: str, step: int) -> GenerationConfig:
+        """The seeded sampling fallback of the repeat guard; the seed is recorded with the call."""
+        digest = hashlib.blake2b(f"{self.seed}/{query_id}/{step}".encode(), digest_size=4).digest()
+        return GenerationConfig(max_tokens=self.max_tokens, temperature=self.sampling_temperature,
+                                seed=int.from_bytes(digest, "little"))
 
 
 class SqlEnvironment:
@@ -113,18 +140,50 @@ class SqlEnvironment:
         self._example = example
         self._options = options
         self._gold_rows: tuple | None = None
+        self._observed: set = set()   # rows the agent's own queries returned: observable, not a leak
+
+    @property
+    def db_path(self):
+        return self._example.db_path
 
     def check(self, sql: str) -> Verdict:
         score = score_spider if self._options.dataset == "spider" else score_bird
-        return score(self._example.db_path, sql, self._example.gold_sql, timeout_s=self._options.execution_timeout)
+        verdict = score(self._example.db_path, sql, self._example.gold_sql, timeout_s=self._options.execution_timeout)
+        self._observed.update(tuple(r) for r in verdict.pred.rows[:1000])
+        return verdict
 
-    def audit(self, prompt: str, where: str) -> None:
-        """Fail closed if ``prompt`` contains the reference SQL or reference rows."""
+    def audit(self, prompt: str, where: str, *, position: int, memories: Sequence = (),
+              own_texts: Sequence[str] = ()) -> int:
+        """Fail closed if ``prompt`` leaks the reference; return how many memory blocks hold it anyway.
+
+        Outside memory blocks: no reference SQL, and no reference row the agent has not itself
+        observed in the results of its own queries. ``own_texts`` — the agent's own earlier
+        answers and reflections, each produced from a prompt that passed this audit — are masked
+        first: a wrong attempt such as ``... ORDER BY age DESC LIMIT 3`` may contain the reference
+        ``... ORDER BY age DESC`` as a prefix without anything having leaked. Inside memory blocks: each rendered memory must
+        be provably causal (no provenance from this query, first observed before ``position``);
+        then its text may coincide with the reference — Spider has paraphrased questions with the
+        same reference query, so another query's verified correction can equal this one's answer.
+        That is knowledge the stream had, not a leak; it is counted and recorded, never hidden.
+        """
+        for memory in memories:
+            if any(p.source_query == self._example.example_id for p in memory.provenance) or \
+                    min(p.source_pos for p in memory.provenance) >= position:
+                raise PromptLeakError(f"{where}: memory {memory.id} is not causal for this query "
+                                      f"(provenance {memory.provenance}); aborting")
         if self._gold_rows is None:
             gold = execute_readonly(self._example.db_path, self._example.gold_sql,
                                     timeout_s=self._options.execution_timeout, max_rows=50)
             self._gold_rows = gold.rows if gold.ok else ()
-        check_prompt(prompt, reference_sql=self._example.gold_sql, reference_rows=self._gold_rows, where=where)
+        unseen = [r for r in self._gold_rows if tuple(r) not in self._observed]
+        blocks = [m.group(0) for m in MEMORY_BLOCK.finditer(prompt)]
+        if len(blocks) != len(memories):
+            raise PromptLeakError(f"{where}: {len(blocks)} memory blocks rendered for {len(memories)} memories")
+        visible = MEMORY_BLOCK.sub("<<<MEMORY>>>", prompt)
+        for text in sorted({t for t in own_texts if t}, key=len, reverse=True):
+            visible = visible.replace(text, "<<<OWN>>>")
+        check_prompt(visible, reference_sql=self._example.gold_sql, reference_rows=unseen, where=where)
+        return sum(bool(find_leaks(b, reference_sql=self._example.gold_sql, reference_rows=unseen)) for b in blocks)
 
 
 @dataclass
@@ -132,12 +191,16 @@ class _Call:
     purpose: str
     version: str
     result: ChatResult
+    config: GenerationConfig
+    memories_equal_to_reference: int = 0
 
     def record(self) -> dict[str, Any]:
         u = self.result.usage
         return {"purpose": self.purpose, "prompt_version": self.version, "prompt_tokens": u.prompt_tokens,
                 "completion_tokens": u.completion_tokens, "cached_prompt_tokens": u.cached_prompt_tokens,
-                "elapsed_s": round(self.result.elapsed_s, 4), "finish_reason": self.result.finish_reason}
+                "elapsed_s": round(self.result.elapsed_s, 4), "finish_reason": self.result.finish_reason,
+                "temperature": self.config.temperature, "seed": self.config.seed,
+                "memories_equal_to_reference": self.memories_equal_to_reference}
 
 
 @dataclass
@@ -146,16 +209,30 @@ class _AttemptState:
     verdict_outcome: Outcome
     error: str
     rows: tuple = ()
+    columns: tuple = ()
+    ok: bool = False
     failure_type: str | None = None
     failure_subtype: str | None = None
     raw: str = ""
+    repeat_of: int | None = None        # normalised-equal to this earlier attempt
+    same_result_as: int | None = None   # executed, and returned the same rows as this earlier attempt
+    executed: bool = True
 
     def as_attempt(self) -> Attempt:
         return Attempt(self.sql, self.verdict_outcome, self.error or None, self.failure_type, self.failure_subtype)
 
+    def view(self, grounded: bool) -> AttemptView:
+        note = ""
+        if grounded and self.repeat_of is not None:
+            note = f"(identical to attempt [{self.repeat_of}]; not run again)"
+        elif grounded and self.same_result_as is not None:
+            note = f"(returned the same result as attempt [{self.same_result_as}])"
+        return AttemptView(self.sql, self.verdict_outcome.value, self.error, note)
+
 
 def _state(sql: str, verdict: Verdict, raw: str = "") -> _AttemptState:
-    return _AttemptState(sql, verdict.outcome, verdict.error or "", verdict.pred.rows[:20], raw=raw)
+    p = verdict.pred
+    return _AttemptState(sql, verdict.outcome, verdict.error or "", p.rows[:20], p.columns, p.ok, raw=raw)
 
 
 @dataclass(frozen=True)
@@ -165,11 +242,25 @@ class InitialPrediction:
     usage: dict[str, int] = field(default_factory=dict)
 
 
+def _observations(env: SqlEnvironment, current: _AttemptState) -> str:
+    """Observable evidence about the current attempt: its own result and its literals."""
+    from ..evidence import literal_evidence, result_evidence
+    from ..sqlexec import ExecResult
+    lines = []
+    if current.ok:
+        lines.append(result_evidence(ExecResult(True, current.columns, current.rows, False, None, False, 0.0)))
+    if current.sql:
+        lines += [check.text() for check in literal_evidence(env.db_path, current.sql)]
+    return "\n".join(line for line in lines if line)
+
+
 def run_episode(example: Example, position: int, initial: InitialPrediction, *, method: Method, model: ChatModel,
-                schema: str, options: LoopOptions, index=None, run_id: str = "run") -> "EpisodeResult":
+                schema: str, options: LoopOptions, index=None, run_id: str = "run",
+                samples: str = "") -> "EpisodeResult":
     """Run one episode; return its record and the memory its finalization writes (not yet written).
 
-    ``index`` (a ``MemoryIndex`` over the run's store) is required for methods that retrieve.
+    ``index`` (a ``MemoryIndex`` over the run's store) is required for methods that retrieve;
+    ``samples`` (schema sample values) is shown to grounded methods only.
     """
     if method.uses_memory and index is None:
         raise InvalidInputError(f"method {method.name} retrieves memory: pass the index of its store")
@@ -179,14 +270,15 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
     attempts = [_state(initial.sql, env.check(initial.sql), initial.text)]
     steps: list[dict[str, Any]] = []
     reflections: list[str] = []
-    generation = options.generation()
-    repair_version = prompt_version(options.dataset, "repair", options.layout)
+    repair_version = prompt_version(options.dataset, "repair", options.layout, grounded=method.grounded)
     calls: list[_Call] = []   # the calls of the current step
+    repeats_in_a_row = 0
 
-    def call(prompt: str, purpose: str, version: str) -> ChatResult:
-        env.audit(prompt, f"{where} step {len(attempts)} {purpose}")
-        result = model.chat([Message("user", prompt)], generation)
-        calls.append(_Call(purpose, version, result))
+    def call(prompt: str, purpose: str, version: str, config: GenerationConfig, memories: Sequence = ()) -> ChatResult:
+        coincide = env.audit(prompt, f"{where} step {len(attempts)} {purpose}", position=position, memories=memories,
+                             own_texts=[a.sql for a in attempts] + reflections)
+        result = model.chat([Message("user", prompt)], config)
+        calls.append(_Call(purpose, version, result, config, coincide))
         return result
 
     while (method.repair and attempts[-1].verdict_outcome is not Outcome.CORRECT
@@ -195,7 +287,7 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
         diagnosis = classify_sql(current.verdict_outcome, current.error, current.sql, question=example.question,
                                  rows=current.rows if current.verdict_outcome is Outcome.DENOTATION_MISMATCH else None)
         current.failure_type, current.failure_subtype = diagnosis.failure_type.value, diagnosis.subtype
-        calls: list[_Call] = []
+        calls = []
         positives, negatives, retrieval_info = (), (), None
         if method.retrieval is not None:
             retrieval = retrieve(index, RetrievalQuery(
@@ -208,27 +300,49 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
             retrieval_info = {"positive": [m.id for m in positives], "negative": [m.id for m in negatives],
                               "pools": [{k: v for k, v in p.__dict__.items() if k != "candidates"}
                                         for p in retrieval.pools]}
-        history = [AttemptView(a.sql, a.verdict_outcome.value, a.error) for a in attempts]
+        history = [a.view(method.grounded) for a in attempts]
+        greedy = options.generation()
         if method.reflections:
             text = call(reflection_prompt(question=example.question, schema=schema, history=history,
                                           status=current.verdict_outcome.value, error=current.error,
                                           failure_type=current.failure_type, evidence=example.evidence),
-                        "reflection", prompt_version(options.dataset, "reflection")).text
+                        "reflection", prompt_version(options.dataset, "reflection"), greedy).text
             reflections.append(" ".join(text.split())[:600])
+        observations = _observations(env, current) if method.grounded else ""
+        if method.grounded and current.repeat_of is not None:
+            observations = (f"Your last answer repeated attempt [{current.repeat_of}] exactly, so it was not run "
+                            "again. Write a query that differs from every attempt above.\n" + observations)
         prompt = repair_prompt(question=example.question, schema=schema, current_sql=current.sql,
                                status=current.verdict_outcome.value, error=current.error,
                                failure_type=current.failure_type, history=history, positives=positives,
                                negatives=negatives, reflections=reflections, evidence=example.evidence,
+                               observations=observations, samples=samples if method.grounded else "",
                                layout=options.layout)
-        answer = call(prompt, "repair", repair_version)
+        sampling = method.grounded and repeats_in_a_row >= options.repeats_before_sampling
+        config = options.sampling(query_id, len(attempts)) if sampling else greedy
+        answer = call(prompt, "repair", repair_version, config, (*positives, *negatives))
         sql = extract_sql(answer.text)
+        norm = normalize_sql(sql) if sql else None
+        earlier = next((i for i, a in enumerate(attempts) if a.sql and normalize_sql(a.sql) == norm), None)
         if sql is None:
             attempts.append(_AttemptState("", Outcome.EXECUTION_ERROR, "no SQL query found in the answer", raw=answer.text))
+        elif method.grounded and earlier is not None:
+            # the repeat guard: the same query gives the same result; do not spend an execution on it
+            seen = attempts[earlier]
+            attempts.append(replace(seen, raw=answer.text, repeat_of=earlier, same_result_as=None, executed=False,
+                                    failure_type=None, failure_subtype=None))
         else:
             attempts.append(_state(sql, env.check(sql), answer.text))
+            attempts[-1].repeat_of = earlier
+            fresh = attempts[-1]
+            if fresh.ok:
+                fresh.same_result_as = next((i for i, a in enumerate(attempts[:-1]) if a.ok and a.rows == fresh.rows
+                                             and a.columns == fresh.columns), None)
+        repeats_in_a_row = repeats_in_a_row + 1 if attempts[-1].repeat_of is not None else 0
         steps.append({"k": len(attempts) - 1, "failure_type": current.failure_type,
                       "failure_subtype": current.failure_subtype, "retrieved": retrieval_info,
-                      "calls": [c.record() for c in calls]})
+                      "repeat_of": attempts[-1].repeat_of, "executed": attempts[-1].executed,
+                      "sampled": sampling, "calls": [c.record() for c in calls]})
 
     final = attempts[-1]
     if final.verdict_outcome is not Outcome.CORRECT and final.failure_type is None:
@@ -239,7 +353,8 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
         "initial_correct": attempts[0].verdict_outcome is Outcome.CORRECT,
         "final_correct": final.verdict_outcome is Outcome.CORRECT,
         "attempts": [{"k": i, "sql": a.sql, "outcome": a.verdict_outcome.value, "error": a.error,
-                      "failure_type": a.failure_type, "failure_subtype": a.failure_subtype, "raw": a.raw[:2000]}
+                      "failure_type": a.failure_type, "failure_subtype": a.failure_subtype, "raw": a.raw[:2000],
+                      "repeat_of": a.repeat_of, "executed": a.executed}
                      for i, a in enumerate(attempts)],
         "steps": steps,
         "initial_usage": dict(initial.usage),

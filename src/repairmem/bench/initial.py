@@ -66,7 +66,7 @@ def initial_predictions(examples: Iterable[Example], schemas: dict[str, str], mo
         key = cache_key(model.name, version, config.to_dict(), prompt)
         line = cached.get(ex.example_id)
         if line is None or line["key"] != key:
-            SqlEnvironment(ex, options).audit(prompt, f"{ex.example_id} initial")
+            SqlEnvironment(ex, options).audit(prompt, f"{ex.example_id} initial", position=0)
             result = model.chat([Message("user", prompt)], config)
             line = {"example_id": ex.example_id, "key": key, "model": model.name, "prompt_version": version,
                     "text": result.text, "sql": extract_sql(result.text) or "",

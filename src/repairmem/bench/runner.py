@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from ..agents.sql_repair import LoopOptions, finalized_episode, method as get_method, run_episode
 from ..errors import InvalidInputError
+from ..evidence import sample_values
 from ..llm.protocol import ChatModel
 from ..store import open_store
 from .datasets import Dataset, load_dataset
@@ -147,12 +148,16 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
                 store.finalize(*finalized_episode(record, ex, dataset.schemas[ex.db_id], method, run_id))
         if store is not None:
             index = MemoryIndex(store, encoder)
+        samples: dict[str, str] = {}
         for position in range(len(done), len(order)):
             if stop_after is not None and position - len(done) >= stop_after:
                 break
             ex = order[position]
+            if method.grounded and ex.db_id not in samples:
+                samples[ex.db_id] = sample_values(ex.db_path)
             result = run_episode(ex, position, initial[ex.example_id], method=method, model=model,
-                                 schema=dataset.schemas[ex.db_id], options=options, index=index, run_id=run_id)
+                                 schema=dataset.schemas[ex.db_id], options=options, index=index, run_id=run_id,
+                                 samples=samples.get(ex.db_id, ""))
             append_jsonl(records_path, result.record)
             if store is not None:
                 store.finalize(result.episode, result.memory)
@@ -165,7 +170,7 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
 
 
 def run(config: RunConfig, out: Path, *, resume: bool = False, jobs: int = 1, model: ChatModel | None = None,
-        encoder=None, show_progress: bool = True,
+        model_options: dict | None = None, encoder=None, show_progress: bool = True,
         log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> Path:
     """Run every (method, seed) stream of ``config`` into ``out``."""
     from ..llm.models import resolve_model
@@ -175,7 +180,7 @@ def run(config: RunConfig, out: Path, *, resume: bool = False, jobs: int = 1, mo
     (out / "skipped.json").write_text(json.dumps(
         [{"example_id": ex.example_id, "db_id": ex.db_id, "reason": why} for ex, why in dataset.skipped], indent=1))
     log(f"{len(dataset.examples)} executable examples, {len(dataset.skipped)} skipped (database absent)")
-    model = model or resolve_model(config.model)
+    model = model or resolve_model(config.model, **(model_options or {}))
     if jobs > 1 and config.model.startswith(("llama:", "replay:")):
         raise InvalidInputError(f"--jobs {jobs} needs an HTTP backend; {config.model} runs one call at a time")
     if encoder is None and any(get_method(m).uses_memory for m in config.methods):

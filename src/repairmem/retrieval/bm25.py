@@ -61,6 +61,7 @@ _BIG = 8            # tf >= _BIG is stored with its tf and scored exactly, never
 _SLACK = 64         # hysteresis: switch when current exceptions > 2 * best + _SLACK
 _TAIL = 32          # appends are buffered in a list and copied to numpy in chunks this size
 _DUMPS = 64         # scatter slots for out-of-pool rows (one slot would serialise np.add.at)
+_POOL_AT = 0.5
 _MIN_TABLE = 1 << 16  # ids below max(this, 4 * len) are also mapped through a dense array
 
 
@@ -320,7 +321,7 @@ class BM25Index:
                 if term.lists[t] is not None:
                     volume[t] += len(term.lists[t])
             volume[term.m] = span     # a default level always needs its accumulator
-        pooled = [v >= size // 2 for v in volume]
+        pooled = [v >= size * _POOL_AT for v in volume]
 
         base = [0.0] * _BIG                               # B_t
         acc: list[np.ndarray | None] = [None] * _BIG      # acc[0] = X, acc[t] = S_t

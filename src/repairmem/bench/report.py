@@ -1,0 +1,511 @@
+"""The report of a repair run: Markdown and one self-contained HTML page, plots, and every number.
+
+``write_report(RUN_DIR)`` reads only the run folder (``run.json``, ``skipped.json``,
+``records/*.jsonl``) and writes into ``RUN_DIR/report/``:
+
+- ``report.md``    tables shaped like MERIT's Tables 1–4 (accuracy; paired comparison against a
+                   baseline with a query-cluster bootstrap interval; repair behaviour and cost;
+                   ablations against full MERIT), memory and retrieval use, failure types;
+- ``report.html``  the same content as one page: tables in HTML, plots embedded as base64
+                   ``data:`` URIs, no external asset;
+- ``metrics.json`` every number the tables and plots show, and more (per stream and per method);
+- ``accuracy_vs_tokens.png``, ``learning_curves.png``, ``failure_types.png`` (matplotlib, Agg).
+
+The same records give the same files: the bootstrap is seeded, nothing depends on the clock.
+Methods absent from a run are absent from the tables; skipped examples (absent databases) are
+listed with their reason and never counted as failures. Definitions of every metric are in
+:mod:`repairmem.bench.metrics`; of the paired intervals in :mod:`repairmem.bench.stats`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence, TextIO
+
+from .. import __version__
+from ..errors import InvalidInputError
+from .metrics import ABLATIONS, Run, load_run, method_label, run_metrics
+from .stats import compare_methods
+
+__all__ = ["ReportPaths", "build_metrics", "main_report", "render_html", "render_markdown", "write_report"]
+
+SCORING_NOTE = ("Scoring: execution match on the single database available here (no test-suite databases). "
+                "Accuracy is over the executable examples of each stream; skipped examples are listed below "
+                "and never counted as failures.")
+PLOTS = ("accuracy_vs_tokens", "learning_curves", "failure_types")
+REFERENCE = "merit"
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    out_dir: Path
+    markdown: Path
+    html: Path
+    metrics: Path
+    plots: dict[str, Path] = field(default_factory=dict)
+
+
+# -- numbers ---------------------------------------------------------------------------------------
+
+def build_metrics(run: Run, *, baseline: str = "iterative", bootstrap: int = 10_000, seed: int = 0,
+                  cluster: str = "query") -> dict[str, Any]:
+    """Everything the report shows, as one JSON-able dict (the content of ``metrics.json``)."""
+    metrics = run_metrics(run)
+    methods = run.methods
+    by_reason: dict[str, int] = {}
+    by_db: dict[tuple[str, str], list[str]] = {}
+    for s in run.skipped:
+        reason = str(s.get("reason", "unknown"))
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+        by_db.setdefault((str(s.get("db_id", "")), reason), []).append(str(s.get("example_id", "")))
+    out: dict[str, Any] = {
+        "format": "repairmem-report/1",
+        "generated_by": f"repairmem {__version__}",
+        "run": {"name": run.path.resolve().name, "config": run.config, **run.meta,
+                "complete": run.complete, "expected_per_stream": run.expected_per_stream,
+                "notes": list(run.notes), "missing_streams": [f"{m}-seed{s}" for m, s in run.missing_streams]},
+        "scoring": SCORING_NOTE,
+        "skipped": {"count": len(run.skipped), "by_reason": dict(sorted(by_reason.items())),
+                    "by_database": [{"db_id": db, "reason": reason, "count": len(ids), "example_ids": ids}
+                                    for (db, reason), ids in sorted(by_db.items())]},
+        "method_order": methods,
+        **metrics,
+    }
+    comparisons = {}
+    if baseline in methods:
+        for m in methods:
+            if m != baseline:
+                comparisons[m] = compare_methods(run, m, baseline, resamples=bootstrap, seed=seed, cluster=cluster)
+    out["paired"] = {"baseline": baseline, "baseline_present": baseline in methods, "difference": "method - baseline",
+                     "cluster": cluster, "resamples": bootstrap, "seed": seed, "level": 0.95,
+                     "comparisons": comparisons}
+    ablation_rows = {}
+    reference = metrics["methods"].get(REFERENCE)
+    for m in methods:
+        if m not in ABLATIONS:
+            continue
+        row: dict[str, Any] = {"final_ex_pct": _ms(metrics["methods"][m], "final_ex_pct")}
+        if reference is not None:
+            a, r = metrics["methods"][m]["mean"]["final_ex_pct"], reference["mean"]["final_ex_pct"]
+            row["delta_of_means_pp"] = None if a is None or r is None else a - r
+            row["paired"] = compare_methods(run, m, REFERENCE, resamples=bootstrap, seed=seed, cluster=cluster)
+        ablation_rows[m] = row
+    out["ablations"] = {"reference": REFERENCE, "reference_present": reference is not None,
+                        "difference": "variant - merit", "rows": ablation_rows}
+    return out
+
+
+def _ms(agg: Mapping[str, Any], key: str) -> dict[str, Any]:
+    return {"mean": agg["mean"].get(key), "std": agg["std"].get(key)}
+
+
+# -- formatting ------------------------------------------------------------------------------------
+
+def _num(x: float | None, digits: int = 2) -> str:
+    if x is None:
+        return "–"
+    return f"{x:,.{digits}f}"
+
+
+def _count(x: float | None) -> str:
+    """A mean count: an integer when it is one, else one decimal."""
+    if x is None:
+        return "–"
+    return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 else f"{x:,.1f}"
+
+
+def _pm(agg: Mapping[str, Any], key: str, digits: int = 2) -> str:
+    mean, std = agg["mean"].get(key), agg["std"].get(key)
+    if mean is None:
+        return "–"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}" if std is not None else f"{mean:.{digits}f}"
+
+
+def _pp(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:+.2f}"
+
+
+def _ci(result: Mapping[str, Any] | None) -> str:
+    if not result:
+        return "–"
+    return f"[{100 * result['low']:+.2f}, {100 * result['high']:+.2f}]"
+
+
+def _name(method: str) -> str:
+    label = method_label(method)
+    return f"{label} (`{method}`)" if label != method else f"`{method}`"
+
+
+# -- the document (one structure, rendered to Markdown and to HTML) ---------------------------------
+
+Block = tuple  # ("h1"|"h2"|"p", text) | ("table", headers, rows[, align]) | ("img", plot, caption) | ("list", items)
+
+
+def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
+    run, config = m["run"], m["run"]["config"]
+    options = config.get("options") or {}
+    methods = m["method_order"]
+    agg = m["methods"]
+    doc: list[Block] = [("h1", f"repairmem report: {run['name']}")]
+    setup = [f"dataset `{config.get('dataset', '?')}`", f"model `{config.get('model', '?')}`",
+             f"methods {', '.join(f'`{x}`' for x in config.get('methods', methods))}",
+             f"seeds {', '.join(str(s) for s in config.get('seeds', []))}",
+             f"repair budget K = {options.get('budget', '?')}", f"prompt layout `{options.get('layout', '?')}`",
+             f"max tokens {options.get('max_tokens', '?')}"]
+    if config.get("limit") is not None:
+        setup.append(f"limit {config['limit']}")
+    if config.get("subset"):
+        setup.append(f"subset of {len(config['subset'])} examples")
+    setup.append(f"run by repairmem {run.get('repairmem', '?')}, started {run.get('started', '?')}")
+    doc.append(("p", "Run: " + "; ".join(setup) + "."))
+    if run["complete"]:
+        doc.append(("p", f"Status: complete, {run['expected_per_stream']} episodes in every stream."))
+    else:
+        doc.append(("p", f"Status: **incomplete** (run in progress or interrupted): the numbers below cover the "
+                         f"episodes recorded so far; a complete stream holds {run['expected_per_stream']} episodes."))
+    if run["notes"]:
+        doc.append(("list", list(run["notes"])))
+    doc.append(("p", m["scoring"]))
+
+    sk = m["skipped"]
+    doc.append(("h2", "Skipped examples"))
+    if sk["count"]:
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in sk["by_reason"].items())
+        doc.append(("p", f"{sk['count']} example{'s' if sk['count'] != 1 else ''} skipped ({reasons}); they are not in any stream and not counted "
+                         "as failures."))
+        doc.append(("table", ["Database", "Reason", "Examples", "Example ids"],
+                    [[f"`{d['db_id']}`", d["reason"], str(d["count"]), ", ".join(d["example_ids"])]
+                     for d in sk["by_database"]], "llrl"))
+    else:
+        doc.append(("p", "None."))
+
+    # Table 1
+    doc.append(("h2", "Table 1. Execution accuracy"))
+    doc.append(("p", "Mean ± sample standard deviation over seeds (ddof = 1; no ± with a single seed), in percent. "
+                     "Repaired: initial failures finally correct; regressions: initially correct, finally wrong "
+                     "(0 by construction)."))
+    rows = []
+    for x in methods:
+        a = agg[x]
+        rows.append([_name(x), ", ".join(str(s) for s in a["seeds"]), _count(a["mean"]["n"]),
+                     _pm(a, "initial_ex_pct"), _pm(a, "final_ex_pct"), _pm(a, "repaired", 1),
+                     _count(a["mean"]["initial_failures"]), _count(a["mean"]["regressions"])])
+    doc.append(("table", ["Method", "Seeds", "n", "Initial EX %", "Final EX %", "Repaired", "Initial failures",
+                          "Regressions"], rows))
+
+    # Table 2
+    p = m["paired"]
+    doc.append(("h2", f"Table 2. Paired comparison against {method_label(p['baseline'])}"))
+    if not p["baseline_present"]:
+        doc.append(("p", f"The baseline `{p['baseline']}` is not in this run; no paired comparison."))
+    elif not p["comparisons"]:
+        doc.append(("p", "The baseline is the only method of this run."))
+    else:
+        unit = "queries" if p["cluster"] == "query" else "databases (all queries of a drawn database)"
+        doc.append(("p", f"Δ = method − {p['baseline']}, in percentage points: the mean over seeds of the difference "
+                         f"in final execution accuracy on the queries both recorded. 95% percentile interval from a "
+                         f"cluster bootstrap over {unit}, B = {p['resamples']:,}, seed {p['seed']}; each resample "
+                         f"keeps a query's outcomes in every seed together. Repaired share: the same difference on "
+                         f"the initial failures only. \"Share Δ* ≤ 0\" is the share of bootstrap resamples at or "
+                         f"below zero (descriptive, not a p-value)."))
+        rows = []
+        for x, c in p["comparisons"].items():
+            f, r = c.get("final_ex"), c.get("repaired_share")
+            rows.append([_name(x), f"{c['n_queries']} × {len(c['seeds'])}", _pp(f and f["statistic"]), _ci(f),
+                         _pp(r and r["statistic"]), _ci(r), _num(f and f["share_le_zero"], 3)])
+        doc.append(("table", ["Method", "Queries × seeds", "Δ EX pp", "95% CI", "Δ repaired share pp", "95% CI",
+                              "Share Δ* ≤ 0"], rows))
+
+    # Table 3
+    doc.append(("h2", "Table 3. Repair behaviour and cost"))
+    doc.append(("p", "Means over seeds. Steps: repair steps per initial failure. Osc.: share of the episodes that "
+                     "entered repair in which an attempt repeats an earlier attempt's SQL (normalised). Calls and "
+                     "tokens (prompt + completion) are split into the initial prediction (shared by all methods) and "
+                     "the repair phase; reflection calls are repair-phase calls, also shown in parentheses. Wall "
+                     "time is the sum of model call times, in seconds."))
+    rows = []
+    for x in methods:
+        a = agg[x]["mean"]
+        rows.append([_name(x), _count(a["repaired"]), _num(a["steps_per_failure"], 3), _num(a["oscillation_pct"]),
+                     _count(a["calls_initial"]),
+                     _count(a["calls_repair"]) + (f" ({_count(a['calls_reflection'])})" if a["calls_reflection"] else ""),
+                     _count(a["tokens_initial"]),
+                     _count(a["tokens_repair"]) + (f" ({_count(a['tokens_reflection'])})" if a["tokens_reflection"] else ""),
+                     _count(a["tokens_total"]), _num(a["repair_tokens_per_repaired"], 0),
+                     f"{_num(a['wall_s_initial'], 1)} + {_num(a['wall_s_repair'], 1)}"])
+    doc.append(("table", ["Method", "Repaired", "Steps", "Osc. %", "Calls initial", "Calls repair (refl.)",
+                          "Tokens initial", "Tokens repair (refl.)", "Tokens total", "Repair tokens / repaired",
+                          "Wall s (initial + repair)"], rows))
+
+    # Table 4
+    ab = m["ablations"]
+    if ab["rows"]:
+        doc.append(("h2", "Table 4. Ablations"))
+        if ab["reference_present"]:
+            doc.append(("p", "Final execution accuracy, mean ± sample std over seeds. Δ: variant − full MERIT in "
+                             "percentage points (difference of means); the interval is the paired query-cluster "
+                             "bootstrap on the queries both recorded."))
+        else:
+            doc.append(("p", "Full MERIT (`merit`) is not in this run; the variants are shown without Δ."))
+        rows = []
+        if ab["reference_present"]:
+            rows.append([_name(REFERENCE) + " full", _pm(agg[REFERENCE], "final_ex_pct"), "–", "–"])
+        for x, row in ab["rows"].items():
+            paired = (row.get("paired") or {}).get("final_ex")
+            rows.append([_name(x), _pm(agg[x], "final_ex_pct"),
+                         "–" if row.get("delta_of_means_pp") is None else f"{row['delta_of_means_pp']:+.2f}",
+                         _ci(paired)])
+        doc.append(("table", ["Variant", "Final EX %", "Δ pp", "Paired 95% CI"], rows))
+
+    # memory and retrieval
+    doc.append(("h2", "Memory and retrieval"))
+    doc.append(("p", "Means over seeds. Memories written at finalization by polarity; retrieval steps: repair steps "
+                     "that queried the memory; with ≥ 1: those that got at least one memory into the prompt."))
+    rows = []
+    for x in methods:
+        a = agg[x]["mean"]
+        rows.append([_name(x), _count(a["memory_positive"]), _count(a["memory_negative"]), _count(a["retrieval_steps"]),
+                     _count(a["steps_with_retrieved"]), _num(a["retrieval_hit_pct"]),
+                     f"{_count(a['retrieved_positive'])} / {_count(a['retrieved_negative'])}"])
+    doc.append(("table", ["Method", "Memories +", "Memories −", "Retrieval steps", "Steps with ≥ 1", "%",
+                          "Retrieved + / −"], rows))
+
+    # failure types
+    doc.append(("h2", "Failure types"))
+    doc.append(("p", "Mean count over seeds of the classifier's type for the initial failures (attempt 0) and for "
+                     "the episodes still failing after repair (last attempt)."))
+    for key, title in (("failure_types_initial", "Initial failures"), ("failure_types_final", "Still failing after repair")):
+        types = sorted({t for x in methods for t in agg[x]["mean"][key]})
+        if not types:
+            doc.append(("p", f"{title}: none."))
+            continue
+        rows = [[_name(x)] + [_count(agg[x]["mean"][key].get(t, 0)) for t in types]
+                + [_count(sum(agg[x]["mean"][key].values()))] for x in methods]
+        doc.append(("p", f"{title}:"))
+        doc.append(("table", ["Method"] + types + ["Total"], rows))
+
+    # plots
+    captions = {
+        "accuracy_vs_tokens": "Final execution accuracy against total tokens (initial + repair) per method; "
+                              "error bars: sample std over seeds.",
+        "learning_curves": "Cumulative repairs along the stream position: thin lines per seed, thick line the "
+                           "mean over seeds (up to the shortest stream).",
+        "failure_types": "Failure-type shares of the initial failures and of the failures left after repair.",
+    }
+    if plots:
+        doc.append(("h2", "Plots"))
+        for name in plots:
+            doc.append(("img", name, captions[name]))
+    else:
+        doc.append(("p", "Plots: not drawn (matplotlib is not installed; `pip install matplotlib`)."))
+    curves = m["learning_curves"]
+    doc.append(("p", "Learning curves, cumulative repairs at the end of the stream (mean over seeds): "
+                + "; ".join(f"{method_label(x)} {_count(curves[x]['mean'][-1]) if curves[x]['mean'] else '–'}"
+                            for x in methods) + "."))
+    doc.append(("p", f"All numbers: `metrics.json`. Generated by {m['generated_by']} from the run's records alone."))
+    return doc
+
+
+def _align(block: Block) -> str:
+    """Column alignment of a table block: its own ("l"/"r" per column) or first left, the rest right."""
+    return block[3] if len(block) > 3 else "l" + "r" * (len(block[1]) - 1)
+
+
+def render_markdown(metrics: Mapping[str, Any], plots: Sequence[str] = PLOTS) -> str:
+    """The report as Markdown; ``plots`` are the PNG names (next to the file) to link."""
+    lines: list[str] = []
+    for block in _document(metrics, plots):
+        kind = block[0]
+        if kind == "h1":
+            lines += [f"# {block[1]}", ""]
+        elif kind == "h2":
+            lines += [f"## {block[1]}", ""]
+        elif kind == "p":
+            lines += [block[1], ""]
+        elif kind == "list":
+            lines += [f"- {item}" for item in block[1]] + [""]
+        elif kind == "table":
+            headers, rows = block[1], block[2]
+            lines.append("| " + " | ".join(headers) + " |")
+            align = _align(block)
+            lines.append("| " + " | ".join("---:" if a == "r" else "---" for a in align) + " |")
+            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+            lines.append("")
+        elif kind == "img":
+            lines += [f"![{block[2]}]({block[1]}.png)", "", f"*{block[2]}*", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _inline(text: str) -> str:
+    out = html.escape(text, quote=True)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
+
+
+_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.45}table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.92em}
+th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}.l{text-align:left}
+th{background:#f2f2f2}code{background:#f5f5f5;padding:0 .2em}img{max-width:100%;border:1px solid #ddd}
+figcaption{font-size:.9em;color:#555;margin-bottom:1.5em}"""
+
+
+def render_html(metrics: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
+    """The report as one self-contained HTML page; ``images`` are PNG bytes by plot name (embedded)."""
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>{html.escape('repairmem report: ' + metrics['run']['name'])}</title>",
+             f"<style>{_CSS}</style></head><body>"]
+    for block in _document(metrics, list(images)):
+        kind = block[0]
+        if kind in ("h1", "h2"):
+            parts.append(f"<{kind}>{_inline(block[1])}</{kind}>")
+        elif kind == "p":
+            parts.append(f"<p>{_inline(block[1])}</p>")
+        elif kind == "list":
+            parts.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in block[1]) + "</ul>")
+        elif kind == "table":
+            align = _align(block)
+            cls = lambda i: ' class="l"' if align[i] == "l" else ""
+            head = "".join(f"<th{cls(i)}>{_inline(h)}</th>" for i, h in enumerate(block[1]))
+            body = "".join("<tr>" + "".join(f"<td{cls(i)}>{_inline(c)}</td>" for i, c in enumerate(row)) + "</tr>"
+                           for row in block[2])
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif kind == "img":
+            data = base64.b64encode(images[block[1]]).decode("ascii")
+            parts.append(f'<figure><img alt="{html.escape(block[1])}" src="data:image/png;base64,{data}">'
+                         f"<figcaption>{_inline(block[2])}</figcaption></figure>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# -- plots -----------------------------------------------------------------------------------------
+
+def draw_plots(metrics: Mapping[str, Any]) -> dict[str, bytes]:
+    """PNG bytes of each plot (matplotlib, Agg backend); ``{}`` when matplotlib is not installed."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg", force=True)
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return {}
+    methods = metrics["method_order"]
+    agg = metrics["methods"]
+    palette = [plt.get_cmap("tab10")(i) for i in range(10)]
+    colors = {x: palette[i % 10] for i, x in enumerate(methods)}
+    styles = {x: ("-", "--", ":")[(i // 10) % 3] for i, x in enumerate(methods)}
+    out: dict[str, bytes] = {}
+
+    def png(fig) -> bytes:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+        plt.close(fig)
+        return buf.getvalue()
+
+    with plt.rc_context({"font.size": 9}):
+        fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+        for x in methods:
+            mean, std = agg[x]["mean"], agg[x]["std"]
+            ax.errorbar([mean["tokens_total"]], [mean["final_ex_pct"]],
+                        yerr=[std["final_ex_pct"]] if std.get("final_ex_pct") is not None else None,
+                        xerr=[std["tokens_total"]] if std.get("tokens_total") is not None else None,
+                        fmt="o", color=colors[x], capsize=3, label=method_label(x))
+            ax.annotate(method_label(x), (mean["tokens_total"], mean["final_ex_pct"]), textcoords="offset points",
+                        xytext=(5, 4), fontsize=8)
+        ax.set_xlabel("total tokens (initial + repair, prompt + completion), mean over seeds")
+        ax.set_ylabel("final execution accuracy (%)")
+        ax.set_title("Accuracy against tokens")
+        ax.grid(alpha=.3)
+        out["accuracy_vs_tokens"] = png(fig)
+
+        fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+        for x in methods:
+            curves = metrics["learning_curves"][x]
+            for c in curves["seeds"].values():
+                ax.plot(range(1, len(c) + 1), c, color=colors[x], alpha=.3, linewidth=.8)
+            mean = curves["mean"]
+            ax.plot(range(1, len(mean) + 1), mean, color=colors[x], linestyle=styles[x], linewidth=2,
+                    label=method_label(x))
+        ax.set_xlabel("stream position (episodes finalized)")
+        ax.set_ylabel("cumulative repairs")
+        ax.set_title("Learning curves")
+        ax.grid(alpha=.3)
+        ax.legend(fontsize=8, loc="best")
+        out["learning_curves"] = png(fig)
+
+        fig, axes = plt.subplots(1, 2, figsize=(10, 1.2 + 0.45 * max(len(methods), 3)), layout="constrained",
+                                 sharey=True)
+        types = sorted({t for x in methods for k in ("failure_types_initial", "failure_types_final")
+                        for t in agg[x]["mean"][k]})
+        type_colors = {t: plt.get_cmap("tab10")(i % 10) for i, t in enumerate(types)}
+        labels = [method_label(x) for x in methods]
+        for ax, key, title in zip(axes, ("failure_types_initial", "failure_types_final"),
+                                  ("initial failures", "still failing after repair")):
+            left = [0.0] * len(methods)
+            for t in types:
+                shares = []
+                for x in methods:
+                    counts = agg[x]["mean"][key]
+                    total = sum(counts.values())
+                    shares.append(100 * counts.get(t, 0) / total if total else 0.0)
+                ax.barh(labels, shares, left=left, color=type_colors[t], label=t)
+                left = [a + b for a, b in zip(left, shares)]
+            ax.set_xlim(0, 100)
+            ax.set_xlabel("share of failures (%)")
+            ax.set_title(title)
+        axes[0].invert_yaxis()   # shared y: the methods read top to bottom in table order
+        if types:
+            handles, names = axes[0].get_legend_handles_labels()
+            fig.legend(handles, names, loc="outside lower center", ncols=min(len(types), 4), fontsize=8)
+        out["failure_types"] = png(fig)
+    return out
+
+
+# -- files -----------------------------------------------------------------------------------------
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, baseline: str = "iterative",
+                 bootstrap: int = 10_000, seed: int = 0, cluster: str = "query") -> ReportPaths:
+    """Read ``run_dir``, write the report files into ``out_dir`` (default ``RUN_DIR/report``)."""
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
+        raise InvalidInputError(f"bootstrap must be an int >= 1, got {bootstrap!r}")
+    run = load_run(run_dir)
+    metrics = build_metrics(run, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
+    out = Path(out_dir) if out_dir is not None else run.path / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    images = draw_plots(metrics)
+    plots = {}
+    for name, data in images.items():
+        plots[name] = out / f"{name}.png"
+        _atomic_write(plots[name], data)
+    paths = ReportPaths(out, out / "report.md", out / "report.html", out / "metrics.json", plots)
+    _atomic_write(paths.metrics, (json.dumps(metrics, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode())
+    _atomic_write(paths.markdown, render_markdown(metrics, list(images)).encode())
+    _atomic_write(paths.html, render_html(metrics, images).encode())
+    return paths
+
+
+def main_report(run_dir: str, *, json_out: bool = False, out_dir: str | None = None, baseline: str = "iterative",
+                bootstrap: int = 10_000, seed: int = 0, cluster: str = "query", stdout: TextIO | None = None) -> int:
+    """CLI entry (``repairmem sql report RUN_DIR``): write the files, print Markdown (or metrics JSON).
+
+    Returns the exit status (0). Bad input raises :class:`~repairmem.errors.InvalidInputError`.
+    """
+    stdout = stdout or sys.stdout
+    paths = write_report(run_dir, out_dir, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
+    print(paths.metrics.read_text(encoding="utf-8") if json_out else paths.markdown.read_text(encoding="utf-8"),
+          end="", file=stdout)
+    if not json_out:
+        print(f"\nreport written to {paths.out_dir} (report.md, report.html, metrics.json, "
+              f"{len(paths.plots)} plots)", file=sys.stderr)
+    return 0

@@ -1,0 +1,1 @@
+sed -i 's/^\[sever\]$/[server]/' config/app.ini

@@ -1,0 +1,1 @@
+printf 'APP_NAME=shop\nLOG_LEVEL=verbose\nWORKERS=4\n' > .env

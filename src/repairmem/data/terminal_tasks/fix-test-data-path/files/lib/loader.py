@@ -1,0 +1,4 @@
+def load_words():
+    """The non-empty lines of words.txt (next to this module), stripped."""
+    with open("words.txt", encoding="utf-8") as handle:
+        return [line.strip() for line in handle if line.strip()]

@@ -1,0 +1,5 @@
+from lib.loader import load_words
+
+
+def test_words():
+    assert load_words() == ["alpha", "beta", "gamma"]

@@ -1,0 +1,5 @@
+__version__ = "0.2.0"
+
+
+def greet(name):
+    return f"Hello, {name}!"

@@ -1,0 +1,2 @@
+def fmt_sum(a, b):
+    return f"{a} + {b} = {a + b}"

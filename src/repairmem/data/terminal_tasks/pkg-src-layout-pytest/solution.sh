@@ -1,0 +1,2 @@
+set -e
+printf '\n[tool.pytest.ini_options]\npythonpath = ["src"]\n' >> calcproj/pyproject.toml

@@ -1,0 +1,1 @@
+sed -i 's|h = (b - a) / n$|h = (b - a) / (n - 1)|' integrate.py

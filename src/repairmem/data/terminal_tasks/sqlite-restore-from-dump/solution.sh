@@ -1,0 +1,3 @@
+set -e
+rm -f app.db
+sqlite3 app.db < backup.sql

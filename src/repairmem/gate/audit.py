@@ -1,0 +1,314 @@
+"""The gate's audit trail: every decision and its later reward, in one SQLite file (WAL).
+
+Each decision row keeps the query id, the candidate ids and retrieval scores, the 16 features,
+the per-action scores, the action, its propensity, which safety-override checks fired, the
+payload (memory ids and tokens) and the recorded reason; each reward row keeps the reward, its
+source and the feedback it came from. So "retrieved but not used, and why" can always be
+answered (``explain``), and off-policy estimators can read the log (``logged``).
+
+Writes are one ``BEGIN IMMEDIATE`` transaction each (one per decision, one per reward) and
+everything is validated before the transaction starts: bad input leaves nothing behind. A reward
+for an unknown decision id, or a second reward for the same decision, is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence, TextIO
+
+from ..errors import InvalidInputError, StoreError
+from .actions import ACTIONS, INJECTING, Action, Payload
+from .features import FEATURE_NAMES, validate
+from .policies import OVERRIDE_CHECKS, Decision
+from .reward import Feedback
+
+APPLICATION_ID = 0x52504741  # "RPGA": a repairmem gate audit log
+SCHEMA_VERSION = 1
+SCHEMA = [
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE decisions (
+        id INTEGER PRIMARY KEY,
+        decision_id TEXT NOT NULL UNIQUE,
+        query_id TEXT NOT NULL,
+        policy TEXT NOT NULL,
+        action TEXT NOT NULL,
+        propensity REAL NOT NULL,
+        override INTEGER NOT NULL,
+        override_checks TEXT NOT NULL,
+        scores TEXT NOT NULL,
+        features TEXT NOT NULL,
+        candidate_ids TEXT NOT NULL,
+        candidate_scores TEXT NOT NULL,
+        payload_ids TEXT NOT NULL,
+        payload_tokens INTEGER NOT NULL,
+        reason TEXT NOT NULL)""",
+    """CREATE TABLE rewards (
+        decision_id TEXT PRIMARY KEY REFERENCES decisions(decision_id),
+        reward REAL NOT NULL,
+        source TEXT NOT NULL,
+        feedback TEXT NOT NULL)""",
+    "CREATE INDEX decisions_by_query ON decisions (query_id)",
+]
+
+
+class UnknownDecisionError(InvalidInputError):
+    """A decision id that the audit log does not hold."""
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def decision_reason(decision: Decision, payload: Payload) -> str:
+    """Why the decision used, or did not use, the retrieved memory (recorded with the decision)."""
+    action = decision.action
+    x = decision.features
+    if decision.override:
+        checks = []
+        for name in decision.override_reasons():
+            value = {"family_confidence": x[5], "structural_match": max(x[7], x[8], x[9]),
+                     "historical_false_positive_rate": x[12], "session_rejection_count": x[10]}[name]
+            checks.append(f"{name}={value:.3g}")
+        return f"safety override: injection forbidden ({', '.join(checks)}); chose {action.value}"
+    if x[4] <= 0:
+        return f"no candidate retrieved; chose {action.value}"
+    scores = decision.scores
+    if action in INJECTING:
+        if not payload.text:
+            return f"{action.value} selected but injected nothing: {payload.note or 'empty payload'}"
+        return f"{action.value} scored highest ({scores[decision.index]:.3g}); injected {len(payload.memory_ids)} memory"
+    best = max((i for i, a in enumerate(ACTIONS) if a in INJECTING), key=lambda i: scores[i])
+    if not math.isfinite(scores[best]):
+        return f"injecting actions not allowed for {decision.policy}; chose {action.value}"
+    return (f"{action.value} scored {scores[decision.index]:.3g}, above the best injecting action "
+            f"{ACTIONS[best].value} ({scores[best]:.3g})" + (f"; {payload.note}" if payload.note else ""))
+
+
+class AuditLog:
+    """Decisions and rewards of the gate in one SQLite file (``":memory:"`` for a throwaway log)."""
+
+    def __init__(self, path: str | Path, *, create: bool = True, busy_timeout_s: float = 60.0) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            p = Path(self.path)
+            if not create and not p.exists():
+                raise InvalidInputError(f"{self.path}: no audit log here")
+            if not p.resolve().parent.is_dir():
+                raise StoreError(f"{self.path}: directory {p.resolve().parent} does not exist")
+        try:
+            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
+                                       check_same_thread=False)
+            if self.path != ":memory:":
+                mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if mode.lower() != "wal":
+                    raise StoreError(f"{self.path}: could not switch to WAL journal mode (got {mode})")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a usable gate audit log ({exc})") from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "AuditLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if app_id != APPLICATION_ID and tables:
+                raise StoreError(f"{self.path}: not a gate audit log (tables: {', '.join(sorted(tables))})")
+            if not tables:
+                for statement in SCHEMA:
+                    db.execute(statement)
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                return
+            version = int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path}: audit schema version {version} is newer than this repairmem "
+                                 f"supports ({SCHEMA_VERSION}); upgrade repairmem")
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def record_decision(self, decision: Decision, *, query_id: str, candidates: Sequence[tuple[int, float]],
+                        payload: Payload, decision_id: str | None = None, reason: str | None = None) -> str:
+        """Store one decision (one transaction); return its id (``d<row>`` unless given)."""
+        if not isinstance(decision, Decision):
+            raise InvalidInputError(f"record_decision needs a Decision, got {type(decision).__name__}")
+        action = Action.parse(decision.index)
+        if payload.action is not action:
+            raise InvalidInputError(f"payload is for {payload.action.value}, the decision chose {action.value}")
+        if not query_id or not isinstance(query_id, str):
+            raise InvalidInputError("record_decision needs a non-empty query_id")
+        features = validate(decision.features, where=f"decision for query {query_id}")
+        if len(decision.scores) != len(ACTIONS):
+            raise InvalidInputError(f"decision for query {query_id}: {len(decision.scores)} scores, expected {len(ACTIONS)}")
+        p = decision.propensity
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
+            raise InvalidInputError(f"decision for query {query_id}: propensity must be in (0, 1], got {p!r}")
+        try:
+            cand_ids = [int(c[0]) for c in candidates]
+            cand_scores = [float(c[1]) for c in candidates]
+        except (TypeError, ValueError, IndexError):
+            raise InvalidInputError(f"decision for query {query_id}: candidates must be (id, score) pairs") from None
+        if not all(math.isfinite(s) for s in cand_scores):
+            raise InvalidInputError(f"decision for query {query_id}: candidate scores must be finite")
+        if decision_id is not None and (not isinstance(decision_id, str) or not decision_id):
+            raise InvalidInputError("decision_id must be a non-empty string")
+        reason = reason if reason is not None else decision_reason(decision, payload)
+        row = (query_id, decision.policy, action.value, float(p), int(decision.override),
+               json.dumps(decision.override_reasons()),
+               json.dumps({a.value: _finite_or_none(s) for a, s in zip(ACTIONS, decision.scores)}),
+               json.dumps(features), json.dumps(cand_ids), json.dumps(cand_scores),
+               json.dumps(list(payload.memory_ids)), int(payload.tokens), reason)
+        with self._write() as db:
+            if decision_id is None:
+                next_id = db.execute("SELECT coalesce(max(id), 0) + 1 FROM decisions").fetchone()[0]
+                decision_id = f"d{next_id}"
+            elif db.execute("SELECT 1 FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone():
+                raise InvalidInputError(f"{self.path}: decision {decision_id} is already recorded")
+            db.execute("INSERT INTO decisions (decision_id, query_id, policy, action, propensity, override, "
+                       "override_checks, scores, features, candidate_ids, candidate_scores, payload_ids, "
+                       "payload_tokens, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (decision_id, *row))
+        return decision_id
+
+    def record_reward(self, decision_id: str, reward: float, *, source: str,
+                      feedback: Feedback | None = None) -> None:
+        """Attach the observed reward (and where it came from) to a recorded decision, once."""
+        if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
+            raise InvalidInputError(f"decision {decision_id}: reward must be a finite number, got {reward!r}")
+        if not source or not isinstance(source, str):
+            raise InvalidInputError(f"decision {decision_id}: a reward needs its source (e.g. 'verifier', 'user')")
+        if feedback is not None and not isinstance(feedback, Feedback):
+            raise InvalidInputError(f"decision {decision_id}: feedback must be a Feedback")
+        data = json.dumps(feedback.to_dict() if feedback is not None else {})
+        with self._write() as db:
+            if not db.execute("SELECT 1 FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone():
+                raise UnknownDecisionError(f"{self.path}: no decision {decision_id!r}; a reward must follow a recorded "
+                                           "decision (check the id)")
+            if db.execute("SELECT 1 FROM rewards WHERE decision_id = ?", (decision_id,)).fetchone():
+                raise InvalidInputError(f"{self.path}: decision {decision_id} already has a reward")
+            db.execute("INSERT INTO rewards (decision_id, reward, source, feedback) VALUES (?, ?, ?, ?)",
+                       (decision_id, float(reward), source, data))
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    _COLUMNS = ("decision_id", "query_id", "policy", "action", "propensity", "override", "override_checks",
+                "scores", "features", "candidate_ids", "candidate_scores", "payload_ids", "payload_tokens",
+                "reason", "reward", "reward_source", "feedback")
+
+    def _rows(self, where: str = "", args: tuple = ()) -> Iterator[dict[str, Any]]:
+        sql = ("SELECT d.decision_id, d.query_id, d.policy, d.action, d.propensity, d.override, d.override_checks, "
+               "d.scores, d.features, d.candidate_ids, d.candidate_scores, d.payload_ids, d.payload_tokens, "
+               "d.reason, r.reward, r.source, r.feedback FROM decisions d LEFT JOIN rewards r "
+               f"ON r.decision_id = d.decision_id {where} ORDER BY d.id")
+        for row in self._db.execute(sql, args):
+            rec = dict(zip(self._COLUMNS, row))
+            for key in ("override_checks", "scores", "features", "candidate_ids", "candidate_scores", "payload_ids"):
+                rec[key] = json.loads(rec[key])
+            rec["feedback"] = json.loads(rec["feedback"]) if rec["feedback"] is not None else None
+            rec["override"] = bool(rec["override"])
+            yield rec
+
+    def get(self, decision_id: str) -> dict[str, Any]:
+        rows = list(self._rows("WHERE d.decision_id = ?", (decision_id,)))
+        if not rows:
+            raise UnknownDecisionError(f"{self.path}: no decision {decision_id!r}")
+        return rows[0]
+
+    def decisions(self, *, policy: str | None = None) -> Iterator[dict[str, Any]]:
+        return self._rows("WHERE d.policy = ?", (policy,)) if policy else self._rows()
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT count(*) FROM decisions").fetchone()[0]
+
+    def logged(self, *, policy: str | None = None, rewarded_only: bool = True):
+        """(features (n,16), action indices (n,), propensities (n,), rewards (n,)) for off-policy evaluation."""
+        import numpy as np
+        xs, actions, props, rewards = [], [], [], []
+        index = {a.value: i for i, a in enumerate(ACTIONS)}
+        for rec in self.decisions(policy=policy):
+            if rec["reward"] is None:
+                if rewarded_only:
+                    continue
+            xs.append(rec["features"])
+            actions.append(index[rec["action"]])
+            props.append(rec["propensity"])
+            rewards.append(rec["reward"] if rec["reward"] is not None else np.nan)
+        return (np.asarray(xs, dtype=np.float64).reshape(-1, len(FEATURE_NAMES)), np.asarray(actions, dtype=np.int64),
+                np.asarray(props, dtype=np.float64), np.asarray(rewards, dtype=np.float64))
+
+    def explain(self, decision_id: str) -> dict[str, Any]:
+        """The decision with, for every retrieved candidate, whether it reached the prompt and why not."""
+        rec = self.get(decision_id)
+        used = set(rec["payload_ids"])
+        candidates = []
+        for rank, (cid, score) in enumerate(zip(rec["candidate_ids"], rec["candidate_scores"]), start=1):
+            if cid in used:
+                status = "injected"
+            elif rec["action"] not in {a.value for a in INJECTING}:
+                status = "retrieved but not used: " + rec["reason"]
+            elif not rec["payload_ids"]:
+                status = "retrieved but not used: the payload was empty (" + rec["reason"] + ")"
+            else:
+                status = f"retrieved but not used: outside the {rec['action']} payload"
+            candidates.append({"rank": rank, "id": cid, "score": score, "status": status})
+        return {
+            "decision_id": rec["decision_id"], "query_id": rec["query_id"], "policy": rec["policy"],
+            "action": rec["action"], "propensity": rec["propensity"], "safety_override": rec["override"],
+            "override_checks": rec["override_checks"], "reason": rec["reason"],
+            "features": dict(zip(FEATURE_NAMES, rec["features"])), "scores": rec["scores"],
+            "payload": {"memory_ids": rec["payload_ids"], "tokens": rec["payload_tokens"]},
+            "candidates": candidates,
+            "reward": None if rec["reward"] is None else {"value": rec["reward"], "source": rec["reward_source"],
+                                                          "feedback": rec["feedback"]},
+        }
+
+
+def format_explanation(info: dict[str, Any]) -> str:
+    lines = [f"decision {info['decision_id']}  query {info['query_id']}  policy {info['policy']}",
+             f"action: {info['action']}  (propensity {info['propensity']:.3g})",
+             f"safety override: {'fired (' + ', '.join(info['override_checks']) + ')' if info['safety_override'] else 'no'}",
+             f"why: {info['reason']}",
+             f"payload: {len(info['payload']['memory_ids'])} memory, {info['payload']['tokens']} tokens",
+             "candidates:"]
+    for c in info["candidates"]:
+        lines.append(f"  {c['rank']}. #{c['id']} score {c['score']:.3f}: {c['status']}")
+    if not info["candidates"]:
+        lines.append("  (none retrieved)")
+    lines.append("features:")
+    lines.extend(f"  {k}: {v:.4g}" for k, v in info["features"].items())
+    r = info["reward"]
+    lines.append("reward: " + ("not yet observed" if r is None else f"{r['value']:.4g} from {r['source']}"))
+    return "\n".join(lines)
+
+
+def gate_explain_main(decision_id: str, *, audit_path: str, json_out: bool = False,
+                      stdout: TextIO | None = None) -> int:
+    """CLI entry (``repairmem gate explain DECISION_ID``): print why a decision used or skipped memory."""
+    stdout = stdout or sys.stdout
+    with AuditLog(audit_path, create=False) as log:
+        info = log.explain(decision_id)
+    print(json.dumps(info, indent=2) if json_out else format_explanation(info), file=stdout)
+    return 0

@@ -1,0 +1,259 @@
+"""RSCB-MC's state: a fixed 16-feature vector z = psi(q, C) in R^16 (the review's Table 2).
+
+Every feature is computed from observable data only: the query's diagnosis (``classify_terminal``
+of the command and log the agent saw), the candidates retrieval returned (``Scored``: the hybrid
+score and the memory with its family, root cause, signatures and feedback counters), the session's
+feedback so far and the prompt's token budget. Nothing reads a ground-truth label.
+
+===  ===============================  =========================================================  ==============
+ #   name                             definition                                                 range
+===  ===============================  =========================================================  ==============
+ 0   top1_score                       s_1, the hybrid score of the rank-1 candidate (0.75 dense   [0, 1.1]
+                                      + 0.25 BM25, min-max normalised per pool; +0.1 type bonus)
+ 1   top2_score                       s_2 (0 when fewer than 2 candidates)                        [0, 1.1]
+ 2   score_margin                     s_1 - s_2                                                   [0, 1.1]
+ 3   candidate_entropy                H(p) / ln n with p_i = s_i / sum_j s_j over the n           [0, 1]
+                                      candidates (uniform when all s_i = 0); 0 when n <= 1
+ 4   candidate_count                  n, the number of candidates retrieved                       [0, 5]
+ 5   family_confidence                c_q * agree(top1): c_q the classifier's confidence; agree   [0, 1]
+                                      = 1 when the top-1 memory has the query's family and (known)
+                                      root cause, 0.5 when the family agrees and either root cause
+                                      is "unknown", 0 otherwise
+ 6   entity_match_ratio               Jaccard of the typed entities (query vs top-1 memory)       [0, 1]
+ 7   command_signature_match          Jaccard of the command-signature tokens                     [0, 1]
+ 8   path_signature_match             Jaccard of the normalised paths                             [0, 1]
+ 9   stack_signature_match            Jaccard of the stack signatures                             [0, 1]
+10   session_rejection_count          min(r, 10): injected memories rejected or found false-      [0, 10]
+                                      positive earlier in this session
+11   historical_acceptance_rate       (accepted + 1) / (uses + 2) of the top-1 memory             (0, 1)
+12   historical_false_positive_rate   (false_positives + 0.2) / (uses + 2) of the top-1 memory    (0, 1)
+13   estimated_latency_ms             prefill latency of the top-1 payload: 7 + 0.3 * tokens ms   [0, inf)
+                                      (0 without candidates; fitted to the review's Table 8)
+14   estimated_token_cost             tokens of the top-1 payload, ceil(chars / 4)                [0, inf)
+15   token_budget_remaining           prompt tokens still free for memory, min(b, 100000)         [0, 1e5]
+===  ===============================  =========================================================  ==============
+
+Signature matches are ``signature_overlap`` (per-field Jaccard, an empty field on either side
+scores 0). The hot path compares cached frozensets with the same formula; a test checks it
+agrees with ``signature_overlap``. ``SCALES`` divides each feature into roughly [0, 1] for the
+linear models; ``validate`` rejects NaN, infinite or wrong-length vectors.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from ..classify.terminal import Signatures, TerminalDiagnosis, classify_terminal
+from ..errors import InvalidInputError
+from ..types import Counters, MemoryVariant
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "top1_score", "top2_score", "score_margin", "candidate_entropy", "candidate_count",
+    "family_confidence", "entity_match_ratio", "command_signature_match", "path_signature_match",
+    "stack_signature_match", "session_rejection_count", "historical_acceptance_rate",
+    "historical_false_positive_rate", "estimated_latency_ms", "estimated_token_cost",
+    "token_budget_remaining",
+)
+N_FEATURES = len(FEATURE_NAMES)
+INDEX = {name: i for i, name in enumerate(FEATURE_NAMES)}
+# Divisors that bring each feature to about [0, 1] for the linear models (fixed, not learned).
+SCALES: tuple[float, ...] = (1.0, 1.0, 1.0, 1.0, 5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 10.0, 1.0, 1.0,
+                             100.0, 100.0, 4000.0)
+INV_SCALES: tuple[float, ...] = tuple(1.0 / s for s in SCALES)
+
+MAX_REJECTIONS = 10
+MAX_BUDGET = 100_000
+LATENCY_BASE_MS = 7.0
+LATENCY_PER_TOKEN_MS = 0.3
+ACCEPT_PRIOR = (1.0, 2.0)       # (a, b): rate = (accepted + a) / (uses + b)
+FP_PRIOR = (0.2, 2.0)           # rate = (false_positives + a) / (uses + b): prior mean 0.1
+
+
+def estimate_tokens(text: str) -> int:
+    """Prompt tokens of ``text``: ceil(chars / 4), the usual English-text rule of thumb."""
+    return (len(text) + 3) // 4
+
+
+def payload_latency_ms(tokens: int) -> float:
+    """Added prefill latency of a payload: 7 ms + 0.3 ms per token, 0 for an empty payload."""
+    return LATENCY_BASE_MS + LATENCY_PER_TOKEN_MS * tokens if tokens > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class QueryProfile:
+    """What the gate knows about the current failure: its diagnosis and the session around it."""
+
+    query_id: str
+    family: str
+    root_cause: str
+    confidence: float
+    signatures: Signatures
+    session_rejections: int = 0
+    token_budget: int = 4000
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.confidence, (int, float)) and 0.0 <= self.confidence <= 1.0):
+            raise InvalidInputError(f"query {self.query_id}: confidence must be in [0, 1], got {self.confidence!r}")
+        for name in ("session_rejections", "token_budget"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInputError(f"query {self.query_id}: {name} must be an int >= 0, got {value!r}")
+
+    @classmethod
+    def from_diagnosis(cls, query_id: str, diagnosis: TerminalDiagnosis, **session) -> "QueryProfile":
+        return cls(query_id, diagnosis.family, diagnosis.root_cause, float(diagnosis.confidence),
+                   diagnosis.signatures, **session)
+
+    @classmethod
+    def from_log(cls, query_id: str, log: str, command: str | None = None, **session) -> "QueryProfile":
+        return cls.from_diagnosis(query_id, classify_terminal(log, command), **session)
+
+
+def signatures_of(memory: MemoryVariant) -> Signatures:
+    """A memory's stored signatures (``MemoryVariant.signatures``) as a ``Signatures``."""
+    s = memory.signatures
+    return Signatures(command=str(s.get("command", "") or ""), paths=tuple(s.get("paths", ()) or ()),
+                      stack=tuple(s.get("stack", ()) or ()), entities=tuple(s.get("entities", ()) or ()),
+                      error_line=str(s.get("error_line", "") or ""))
+
+
+def signature_memory_dict(sig: Signatures) -> dict:
+    """What to store in ``MemoryVariant.signatures`` for a log's ``Signatures``."""
+    return {"command": sig.command, "paths": list(sig.paths), "stack": list(sig.stack),
+            "entities": list(sig.entities), "error_line": sig.error_line}
+
+
+def _sets(sig: Signatures) -> tuple[frozenset, frozenset, frozenset, frozenset]:
+    return (frozenset(sig.command.split()) - {"&&"}, frozenset(sig.paths), frozenset(sig.stack),
+            frozenset(sig.entities))
+
+
+def _jaccard(a: frozenset, b: frozenset) -> float:
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def top1_payload_text(memory: MemoryVariant) -> str:
+    """The text ``top1_resolution`` puts in the prompt for ``memory`` (see ``actions.render``)."""
+    from .actions import render_resolution
+    return render_resolution(memory)
+
+
+class FeatureExtractor:
+    """``extract(profile, candidates)`` -> the 16 features as a list of floats.
+
+    Per-memory derived data (signature sets, top-1 payload tokens) is cached by memory id; a
+    memory's text never changes once stored, its counters are read on every call (or taken from
+    ``counters``, a mapping id -> Counters, when the caller keeps them elsewhere).
+    """
+
+    __slots__ = ("_sig_cache", "_tok_cache", "_profile_key", "_profile_sets")
+
+    def __init__(self) -> None:
+        self._sig_cache: dict[int, tuple] = {}
+        self._tok_cache: dict[int, int] = {}
+        self._profile_key = None
+        self._profile_sets = None
+
+    def _memory_sets(self, memory: MemoryVariant):
+        sets = self._sig_cache.get(memory.id)
+        if sets is None:
+            sets = _sets(signatures_of(memory))
+            if memory.id is not None:
+                self._sig_cache[memory.id] = sets
+        return sets
+
+    def _tokens(self, memory: MemoryVariant) -> int:
+        tokens = self._tok_cache.get(memory.id)
+        if tokens is None:
+            tokens = estimate_tokens(top1_payload_text(memory))
+            if memory.id is not None:
+                self._tok_cache[memory.id] = tokens
+        return tokens
+
+    def extract(self, profile: QueryProfile, candidates: Sequence, *,
+                counters: Mapping[int, Counters] | None = None) -> list[float]:
+        """``candidates``: ``Scored`` objects (rank order) or (memory, score) pairs."""
+        n = len(candidates)
+        budget = float(min(profile.token_budget, MAX_BUDGET))
+        rejections = float(min(profile.session_rejections, MAX_REJECTIONS))
+        if n == 0:
+            return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, rejections,
+                    ACCEPT_PRIOR[0] / ACCEPT_PRIOR[1], FP_PRIOR[0] / FP_PRIOR[1], 0.0, 0.0, budget]
+        first = candidates[0]
+        if isinstance(first, tuple):
+            memory, s1 = first[0], float(first[1])
+            scores = [float(c[1]) for c in candidates]
+        else:
+            memory, s1 = first.memory, float(first.score)
+            scores = [float(c.score) for c in candidates]
+        s2 = scores[1] if n > 1 else 0.0
+        entropy = 0.0
+        if n > 1:
+            total = sum(scores)
+            if total > 0:
+                h = 0.0
+                for s in scores:
+                    if s > 0:
+                        p = s / total
+                        h -= p * math.log(p)
+                entropy = h / math.log(n)
+            else:
+                entropy = 1.0
+        agree = 0.0
+        if memory.failure_type == profile.family:
+            root = memory.root_cause or memory.failure_subtype
+            if root == profile.root_cause and root != "unknown":
+                agree = 1.0
+            elif root == "unknown" or profile.root_cause == "unknown" or not root:
+                agree = 0.5
+        key = profile.signatures
+        if self._profile_key is not key:   # identity, and the reference keeps it alive
+            self._profile_key = key
+            self._profile_sets = _sets(profile.signatures)
+        q_cmd, q_paths, q_stack, q_ent = self._profile_sets
+        m_cmd, m_paths, m_stack, m_ent = self._memory_sets(memory)
+        c = memory.counters if counters is None else counters.get(memory.id, memory.counters)
+        tokens = self._tokens(memory)
+        return [
+            s1, s2, s1 - s2, entropy, float(n),
+            profile.confidence * agree,
+            _jaccard(q_ent, m_ent), _jaccard(q_cmd, m_cmd), _jaccard(q_paths, m_paths), _jaccard(q_stack, m_stack),
+            rejections,
+            (c.accepted + ACCEPT_PRIOR[0]) / (c.uses + ACCEPT_PRIOR[1]),
+            (c.false_positives + FP_PRIOR[0]) / (c.uses + FP_PRIOR[1]),
+            LATENCY_BASE_MS + LATENCY_PER_TOKEN_MS * tokens, float(tokens), budget,
+        ]
+
+
+_DEFAULT = FeatureExtractor()
+
+
+def extract_features(profile: QueryProfile, candidates: Sequence, *,
+                     counters: Mapping[int, Counters] | None = None) -> list[float]:
+    """The 16 features of ``profile`` and its ranked ``candidates`` (module-level cache)."""
+    return _DEFAULT.extract(profile, candidates, counters=counters)
+
+
+def validate(features: Sequence[float], *, where: str = "features") -> list[float]:
+    """``features`` as a list of 16 finite floats, or ``InvalidInputError`` saying what is wrong."""
+    try:
+        values = [float(v) for v in features]
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{where}: expected {N_FEATURES} numbers, got {features!r}") from None
+    if len(values) != N_FEATURES:
+        raise InvalidInputError(f"{where}: expected {N_FEATURES} features ({', '.join(FEATURE_NAMES)}), "
+                                f"got {len(values)}")
+    for i, v in enumerate(values):
+        if not math.isfinite(v):
+            raise InvalidInputError(f"{where}: feature {i} ({FEATURE_NAMES[i]}) is {v}; every feature must be finite")
+    return values
+
+
+def describe(features: Sequence[float]) -> dict[str, float]:
+    """``{name: value}`` for display and the audit trail."""
+    return dict(zip(FEATURE_NAMES, (float(v) for v in features)))

@@ -1,0 +1,130 @@
+"""RSCB-MC's reward (the review's Section 3.1) and the feedback it is computed from.
+
+    r_t = w_v I_verified + w_a I_accepted + w_c I_correct_abstain
+          - w_fp I_false_positive - w_r I_rejected - w_l L_t - w_t T_t
+
+with defaults w_v = 2.0, w_a = 1.0, w_c = 0.5, w_fp = 4.0, w_r = 1.0, w_l = 0.001 (per ms of
+latency L_t) and w_t = 0.01 (per payload token T_t). Weights are stored as magnitudes (all >= 0,
+finite). The ordering invariant gamma > alpha > beta of the review - the false-positive penalty
+exceeds the verified-reuse reward, which exceeds the accepted-reuse reward - is checked when a
+configuration is built or loaded: a configuration that rewards reuse more than it punishes a
+wrong injection fails at load, not mid-run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import InvalidInputError
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    verified: float = 2.0
+    accepted: float = 1.0
+    correct_abstain: float = 0.5
+    false_positive: float = 4.0
+    rejected: float = 1.0
+    latency_per_ms: float = 0.001
+    per_token: float = 0.01
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise InvalidInputError(f"reward weight {f.name} must be a finite number >= 0 (a magnitude; "
+                                        f"penalties are subtracted), got {value!r}")
+        if not self.false_positive > self.verified > self.accepted:
+            raise InvalidInputError(
+                "reward ordering invariant violated: need false_positive > verified > accepted "
+                f"(got {self.false_positive} > {self.verified} > {self.accepted}); a wrong injection must "
+                "cost more than a verified reuse earns, and a verified reuse must earn more than an accepted one")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, where: str = "reward config") -> "RewardConfig":
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"{where}: expected an object of reward weights, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InvalidInputError(f"{where}: unknown reward weight {unknown[0]!r}; expected {', '.join(sorted(known))}")
+        try:
+            return cls(**dict(data))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: {exc}") from None
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def load_reward_config(path: str | Path) -> RewardConfig:
+    """A ``RewardConfig`` from a JSON file of weights (missing weights keep their defaults)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot read reward config ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    return RewardConfig.from_mapping(data, where=str(path))
+
+
+FEEDBACK_FLAGS = ("verified", "accepted", "correct_abstain", "false_positive", "rejected")
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What was observed after one decision.
+
+    ``verified``: an injected memory's fix was verified (tests pass); implies ``accepted``.
+    ``accepted``: the agent/user used an injected memory. ``false_positive``: an injected memory
+    did not apply and the agent followed it. ``rejected``: an injected memory was recognised as not
+    applying and discarded. ``correct_abstain``: the gate declined and no retrieved memory applied.
+    ``success``: the episode's failure was repaired (reported, not rewarded directly).
+    """
+
+    verified: bool = False
+    accepted: bool = False
+    correct_abstain: bool = False
+    false_positive: bool = False
+    rejected: bool = False
+    latency_ms: float = 0.0
+    tokens: int = 0
+    success: bool = False
+
+    def __post_init__(self) -> None:
+        for name in (*FEEDBACK_FLAGS, "success"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidInputError(f"feedback {name} must be a bool, got {getattr(self, name)!r}")
+        if not (isinstance(self.latency_ms, (int, float)) and math.isfinite(self.latency_ms) and self.latency_ms >= 0):
+            raise InvalidInputError(f"feedback latency_ms must be a finite number >= 0, got {self.latency_ms!r}")
+        if isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or self.tokens < 0:
+            raise InvalidInputError(f"feedback tokens must be an int >= 0, got {self.tokens!r}")
+        if self.verified and not self.accepted:
+            raise InvalidInputError("feedback: a verified reuse is also accepted (set accepted=True)")
+        if self.false_positive and (self.accepted or self.rejected):
+            raise InvalidInputError("feedback: a false positive is neither accepted nor rejected")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "Feedback":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InvalidInputError(f"unknown feedback field {unknown[0]!r}; expected {', '.join(sorted(known))}")
+        return cls(**dict(data))
+
+
+def reward(feedback: Feedback, config: RewardConfig = RewardConfig()) -> float:
+    """r = 2 verified + 1 accepted + 0.5 correct_abstain - 4 false_positive - 1 rejected
+    - 0.001 latency_ms - 0.01 tokens (with ``config``'s weights)."""
+    return (config.verified * feedback.verified + config.accepted * feedback.accepted
+            + config.correct_abstain * feedback.correct_abstain - config.false_positive * feedback.false_positive
+            - config.rejected * feedback.rejected - config.latency_per_ms * feedback.latency_ms
+            - config.per_token * feedback.tokens)

@@ -1,0 +1,95 @@
+"""The grounded loop (repeat guard, sampling fallback, observable evidence) on real SQLite files."""
+
+import json
+
+import pytest
+
+from repairmem.agents import sql_repair
+from repairmem.agents.sql_repair import LoopOptions
+from repairmem.bench.runner import RunConfig, run
+from repairmem.evidence import literal_evidence, result_evidence
+from repairmem.llm.replay import RecordingModel, ReplayModel
+from repairmem.sqlexec import execute_readonly
+from tests.fixtures.mini_spider import ScriptedAnswerer, build_mini_spider
+
+REPEATS = {
+    # the model answers the same wrong query three times, then the right one
+    "What is the name of the oldest student?": ("school", "SELECT name FROM student ORDER BY age DESC LIMIT 1",
+                                                ["SELECT name FROM student", "SELECT name FROM student",
+                                                 "select  name from STUDENT;", "SELECT name FROM student ORDER BY age DESC LIMIT 1"]),
+    # a literal in the wrong case: the evidence names the close value from the database
+    "How many dogs are there?": ("school", "SELECT count(*) FROM pet WHERE kind = 'dog'",
+                                 ["SELECT count(*) FROM pet WHERE kind = 'Dog'",
+                                  "SELECT count(*) FROM pet WHERE kind = 'dog'"]),
+}
+
+
+def run_methods(tmp_path, methods, executions):
+    data = build_mini_spider(tmp_path / "spider", with_absent_db=False, script=REPEATS)
+    config = RunConfig("spider", str(data), methods, (0,), model="replay:x", options=LoopOptions(budget=4))
+    cassette = tmp_path / "cassette.jsonl"
+    run(config, tmp_path / "rec", model=RecordingModel(ScriptedAnswerer(REPEATS), cassette), show_progress=False,
+        log=lambda s: None)
+    executions.clear()
+    out = run(config, tmp_path / "out", model=ReplayModel(cassette), show_progress=False, log=lambda s: None)
+    records = {}
+    for m in methods:
+        for line in (out / "records" / f"{m}-seed0.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            records[(m, r["example_id"])] = r
+    return records
+
+
+@pytest.fixture
+def executions(monkeypatch):
+    """Counts real executions of model-written SQL (the real scorer still runs)."""
+    calls = []
+    real = sql_repair.score_spider
+
+    def counting(db, sql, gold, **kw):
+        calls.append(sql)
+        return real(db, sql, gold, **kw)
+
+    monkeypatch.setattr(sql_repair, "score_spider", counting)
+    return calls
+
+
+def test_repeat_is_caught_before_execution_counted_and_followed_by_seeded_sampling(tmp_path, executions):
+    records = run_methods(tmp_path, ("iterative", "iterative_grounded"), executions)
+    oldest = "spider_dev/0"
+    plain, guarded = records[("iterative", oldest)], records[("iterative_grounded", oldest)]
+    # paper-faithful loop: every repeat is executed again
+    assert [a["executed"] for a in plain["attempts"]] == [True] * 4
+    # guarded loop: attempts 1 and 2 repeat attempt 0 and are not executed, but count as generations
+    attempts = guarded["attempts"]
+    assert [a["repeat_of"] for a in attempts] == [None, 0, 0, None]
+    assert [a["executed"] for a in attempts] == [True, False, False, True]
+    assert guarded["final_correct"] and len(guarded["steps"]) == 3
+    assert [len(s["calls"]) for s in guarded["steps"]] == [1, 1, 1]
+    # the first repair is greedy; after one repeat in a row the next generation samples, seeded and recorded
+    temps = [s["calls"][0]["temperature"] for s in guarded["steps"]]
+    seeds = [s["calls"][0]["seed"] for s in guarded["steps"]]
+    assert temps == [0.0, 0.8, 0.8] and seeds[0] is None
+    assert seeds[1:] == [LoopOptions().sampling(oldest, k).seed for k in (2, 3)]
+    assert [s["sampled"] for s in guarded["steps"]] == [False, True, True]
+    sql_of_oldest = {"SELECT name FROM student", "select  name from STUDENT"}
+    runs = sum(1 for sql in executions if sql in sql_of_oldest)
+    assert runs == 3 + 1      # iterative executes y0 and both repeats; the guarded loop only y0
+
+
+def test_evidence_names_the_close_value_and_only_observable_data(tmp_path):
+    data = build_mini_spider(tmp_path, with_absent_db=False, script=REPEATS)
+    db = data / "database" / "school" / "school.sqlite"
+    checks = literal_evidence(db, "SELECT count(*) FROM pet AS p WHERE p.kind = 'Dog'")
+    assert [c.text() for c in checks] == ["'Dog' does not occur in pet.kind. Close values in pet.kind: 'dog'."]
+    # the model's own wrong query: its rows are shown, the reference's answer (Cid, 31) is not
+    own = execute_readonly(db, "SELECT name, age FROM student WHERE city = 'Paris' AND age < 25")
+    text = result_evidence(own)
+    assert "'Ann', 19" in text and "Cid" not in text and "31" not in text
+    assert literal_evidence(db, "SELECT name FROM student WHERE city = 'Paris'")[0].found
+
+
+def test_grounded_prompts_pass_the_audit_and_carry_the_evidence(tmp_path, executions):
+    records = run_methods(tmp_path, ("iterative_grounded",), executions)
+    dogs = records[("iterative_grounded", "spider_dev/1")]
+    assert dogs["final_correct"] and dogs["steps"][0]["calls"][0]["prompt_version"] == "spider-repair-v3-grounded"

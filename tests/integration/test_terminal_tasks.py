@@ -1,0 +1,47 @@
+"""The bundled terminal task suite: every reference solution passes its verifier, doing nothing fails it.
+
+Real processes (bash, python3, git, sqlite3) in fresh workspaces; no model. The whole module runs
+in well under 90 s on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+
+import pytest
+
+from repairmem.agents.tasks import bundled_tasks_dir, load_tasks
+from repairmem.agents.workspace import Workspace
+
+TASKS = load_tasks()
+FAMILIES = {"git", "python-package", "fix-test", "data-processing", "sqlite", "config-env", "log-parsing", "regex",
+            "scientific"}
+TOOLS = ("bash", "python3", "git", "sqlite3")
+
+
+def test_suite_covers_every_family():
+    assert len(TASKS) >= 30
+    counts = Counter(t.family for t in TASKS)
+    assert set(counts) == FAMILIES, counts
+    assert min(counts.values()) >= 3, counts
+    assert all(t.agent_timeout_s <= 600 and t.verifier_timeout_s <= 120 for t in TASKS)
+
+
+def test_suite_folder_has_only_task_folders():
+    root = bundled_tasks_dir()
+    assert sorted(p.name for p in root.iterdir()) == sorted(t.task_id for t in TASKS)
+    assert not list(root.rglob("__pycache__")), "compiled files leaked into the package data"
+
+
+@pytest.mark.skipif(not all(shutil.which(tool) for tool in TOOLS), reason=f"needs {', '.join(TOOLS)}")
+@pytest.mark.parametrize("task", TASKS, ids=[t.task_id for t in TASKS])
+def test_reference_solution_passes_and_doing_nothing_fails(task):
+    with Workspace(task) as untouched:
+        assert not untouched.verify().passed, f"{task.task_id}: the verifier accepts the untouched workspace"
+    with Workspace(task) as ws:
+        solution = ws.run_solution()
+        assert solution.exit_code == 0, f"{task.task_id}: solution.sh failed:\n{solution.output}"
+        verdict = ws.verify()
+        assert verdict.passed, f"{task.task_id}: the reference solution fails its verifier:\n{verdict.output}"
+    assert not ws.root.exists(), "the workspace must be removed afterwards"
