@@ -174,6 +174,34 @@ def cmd_sql_report(args):
                        bootstrap=args.bootstrap, seed=args.seed, cluster=args.cluster)
 
 
+# -- gate ----------------------------------------------------------------------------------------
+
+def cmd_gate_explain(args):
+    from .gate.audit import gate_explain_main
+    return gate_explain_main(args.decision_id, audit_path=args.audit, json_out=args.json)
+
+
+def cmd_gate_bench(args):
+    from .bench.gatebench import gate_bench_main
+    return gate_bench_main(args.scale, args.out, json_out=args.json)
+
+
+# -- agent ---------------------------------------------------------------------------------------
+
+def cmd_agent_run(args):
+    from .agents.terminal import agent_run_main
+    return agent_run_main(args.tasks, args.model, args.memory, args.out, passes=args.passes,
+                          seed_from=args.seed_from, encoder=args.encoder,
+                          task_ids=tuple(t for t in args.task_ids.split(",") if t) if args.task_ids else None,
+                          max_steps=args.max_steps, sandbox=args.sandbox, keep_workspaces=args.keep_workspaces,
+                          threads=args.threads, json_out=args.json)
+
+
+def cmd_agent_report(args):
+    from .agents.terminal import agent_report_main
+    return agent_report_main(args.run_dir, json_out=args.json)
+
+
 # -- classify ----------------------------------------------------------------------------------
 
 def cmd_classify_sql(args):
@@ -335,6 +363,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples for paired intervals")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cluster", choices=["query", "database"], default="query")
+
+    gate = sub.add_parser("gate", help="the memory gate: decisions, audit trail, benchmark").add_subparsers(dest="gate_cmd", required=True)
+    p = command(gate, "explain", cmd_gate_explain, "why a decision injected memory or not (the audit trail)")
+    p.add_argument("decision_id")
+    p.add_argument("--audit", required=True, help="the gate's audit database")
+    p = command(gate, "bench", cmd_gate_bench, "the gate benchmark: retrieval, hard negatives, replay, OPE, latency")
+    p.add_argument("--scale", choices=["smoke", "full"], default="smoke")
+    p.add_argument("--out", required=True)
+
+    agent = sub.add_parser("agent", help="the terminal agent with sparse in-context experience").add_subparsers(dest="agent_cmd", required=True)
+    p = command(agent, "run", cmd_agent_run, "run a memory variant of the terminal agent over a task suite (resumable)")
+    p.add_argument("--tasks", help="task folder (default: the bundled suite)")
+    p.add_argument("--model", default="llama:qwen2.5-coder-0.5b")
+    p.add_argument("--memory", default="none", help="ladder rung: none, reasoning, history, combined, "
+                   "trajectory_window, sparse_compact, sparse_compact_seeded")
+    p.add_argument("--seed-from", help="an earlier run whose verified successes seed the archive")
+    p.add_argument("--passes", type=int, default=1)
+    p.add_argument("--out", required=True)
+    p.add_argument("--encoder", default="default")
+    p.add_argument("--task-ids", help="comma-separated subset of task ids")
+    p.add_argument("--max-steps", type=int, default=20)
+    p.add_argument("--sandbox", choices=["auto", "bwrap", "none"], default="auto")
+    p.add_argument("--keep-workspaces", action="store_true")
+    p.add_argument("--threads", type=int)
+    p = command(agent, "report", cmd_agent_report, "pass@k table, per-task outcomes, steps and tokens of agent runs")
+    p.add_argument("run_dir")
 
     classify = sub.add_parser("classify", help="deterministic failure classifiers").add_subparsers(dest="classify_cmd", required=True)
     p = command(classify, "sql", cmd_classify_sql, "classify a failed SQL attempt")

@@ -2,7 +2,8 @@
 
 ``Gate`` ties the pieces together for one agent:
 
-    retrieve (store -> eligible pool -> hybrid rank) -> 16 features -> policy.decide -> payload -> audit
+    retrieve (store -> eligible pool -> hybrid rank) -> 16 features -> policy.decide
+        -> payload (lead candidate first; nothing over the token budget) -> audit
     feedback -> reward -> audit, policy.update, store counters (uses / accepted / verified / ...)
 
 Modules: ``features`` (the state), ``actions`` (the 7 actions and their payloads), ``reward``,
@@ -12,8 +13,6 @@ Modules: ``features`` (the state), ``actions`` (the 7 actions and their payloads
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
-
 from .actions import ACTIONS, INJECTING, Action, Payload, render
 from .audit import AuditLog, UnknownDecisionError, gate_explain_main
 from .features import FEATURE_NAMES, FeatureExtractor, QueryProfile, extract_features
@@ -34,7 +33,7 @@ class GateResult:
     decision_id: str | None
     decision: Decision
     payload: Payload
-    candidates: tuple          # the ranked ``Scored`` candidates the decision saw
+    candidates: tuple          # the ``Scored`` candidates the decision saw, in retrieval order
 
 
 def counter_increments(payload: Payload, feedback: Feedback) -> dict[int, dict[str, int]]:
@@ -68,8 +67,11 @@ class Gate:
         candidates = retrieve(self.index, query, self.config).positives
         x = self.extractor.extract(profile, candidates)
         decision = self.policy.decide(x)
-        payload = render(decision.action, [s.memory for s in candidates], family=profile.family,
-                         root_cause=profile.root_cause, signatures=profile.signatures)
+        order = candidates if self.policy.ordering == "retrieval" else self.extractor.ordered(profile, candidates)
+        payload = render(decision.action, [s.memory for s in order])
+        if payload.tokens > profile.token_budget:
+            payload = Payload(payload.action, "", 0, (), f"over budget: {payload.tokens} tokens > "
+                                                          f"{profile.token_budget} remaining")
         decision_id = None
         if self.audit is not None:
             decision_id = self.audit.record_decision(decision, query_id=profile.query_id,

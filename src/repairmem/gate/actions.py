@@ -4,20 +4,20 @@
 action                      injects   payload (the text that reaches the prompt)
 ==========================  ========  ===============================================================
 no_memory                   no        nothing; proceed on the current evidence
-top1_resolution             yes       one ``<<<MEMORY 1>>>`` block: the top-1 memory's symptom, root
+top1_resolution             yes       one ``<<<MEMORY 1>>>`` block: the first memory's symptom, root
                                       cause and fix (``render_resolution``)
-top3_summary                yes       one block with one line per top-3 memory: ``#id [family/root
+top3_summary                yes       one block with one line per first-3 memory: ``#id [family/root
                                       cause] fix`` (``render_summary``)
-high_precision_retrieval    yes       a short hint from the best candidate that passes the strict
-                                      filter (same family and known root cause as the query, some
-                                      command/path/stack overlap); states when it applies. Nothing
-                                      when no candidate passes (recorded as "no precise match")
+high_precision_retrieval    yes       a short hint from the first memory only, stating when it
+                                      applies (``render_hint``): the most specific, cheapest payload
 high_recall_retrieval       yes       up to 5 full blocks: question, failure context, failed command
                                       -> fix, observed error (``render_trace``)
 abstain                     no        nothing; the reason (override checks or scores) is recorded
 ask_feedback                no        nothing yet; the question to put to the user is recorded
 ==========================  ========  ===============================================================
 
+"First" is in the order the caller passes: the gate's evidence order (its lead candidate first,
+``features.FeatureExtractor.ordered``), or the retrieval order for the static baselines.
 Memory is untrusted text: it is neutralised and delimited as everywhere else in repairmem
 (``prompts.neutralize``). Token cost is ``features.estimate_tokens`` of the payload text.
 """
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Sequence
 
-from ..classify.terminal import Signatures
 from ..errors import InvalidInputError
 from ..prompts import neutralize
 from ..types import MemoryVariant
@@ -66,7 +65,6 @@ SAFETY_ORDER: tuple[int, ...] = tuple(ACTION_INDEX[a] for a in (
     Action.ABSTAIN, Action.NO_MEMORY, Action.ASK_FEEDBACK, Action.HIGH_PRECISION, Action.TOP1_RESOLUTION,
     Action.TOP3_SUMMARY, Action.HIGH_RECALL))
 PAYLOAD_K = {Action.TOP1_RESOLUTION: 1, Action.TOP3_SUMMARY: 3, Action.HIGH_PRECISION: 1, Action.HIGH_RECALL: 5}
-PRECISION_MIN_OVERLAP = 0.3   # high-precision filter: max(command, path, stack) Jaccard at least this
 
 
 @dataclass(frozen=True)
@@ -77,7 +75,7 @@ class Payload:
     text: str
     tokens: int
     memory_ids: tuple[int, ...]
-    note: str = ""          # abstain: why; ask_feedback: the question; high precision: "no precise match"
+    note: str = ""          # abstain: why; ask_feedback: the question; over budget: why nothing was injected
 
     @property
     def injects(self) -> bool:
@@ -124,33 +122,9 @@ def render_trace(memory: MemoryVariant, index: int) -> str:
     return f"<<<MEMORY {index}>>>\n{neutralize(body)}\n<<<END MEMORY {index}>>>"
 
 
-def _overlap(a: Signatures | None, memory: MemoryVariant) -> float:
-    if a is None:
-        return 0.0
-    s = memory.signatures
-    best = 0.0
-    for mine, theirs in ((set(a.command.split()) - {"&&"}, set(str(s.get("command", "")).split()) - {"&&"}),
-                         (set(a.paths), set(s.get("paths", ()))), (set(a.stack), set(s.get("stack", ())))):
-        if mine and theirs:
-            best = max(best, len(mine & theirs) / len(mine | theirs))
-    return best
-
-
-def precise_candidate(memories: Sequence[MemoryVariant], family: str, root_cause: str,
-                      signatures: Signatures | None) -> MemoryVariant | None:
-    """The first candidate (rank order) with the query's family and known root cause and
-    max(command, path, stack) Jaccard >= ``PRECISION_MIN_OVERLAP``; None when none passes."""
-    if root_cause == "unknown":
-        return None
-    for m in memories:
-        if m.failure_type == family and _root(m) == root_cause and _overlap(signatures, m) >= PRECISION_MIN_OVERLAP:
-            return m
-    return None
-
-
-def render(action: Action | str, memories: Sequence[MemoryVariant], *, family: str = "", root_cause: str = "unknown",
-           signatures: Signatures | None = None, note: str = "") -> Payload:
-    """The payload of ``action`` over the ranked candidate ``memories`` (see the module table)."""
+def render(action: Action | str, memories: Sequence[MemoryVariant], *, note: str = "") -> Payload:
+    """The payload of ``action`` over the candidate ``memories`` in the gate's order (the lead first;
+    see ``features.FeatureExtractor.ordered``; a static baseline passes the retrieval order)."""
     from .features import estimate_tokens
     action = Action.parse(action)
     if action not in INJECTING or not memories:
@@ -166,12 +140,8 @@ def render(action: Action | str, memories: Sequence[MemoryVariant], *, family: s
         chosen = list(memories[:3])
         text = render_summary(chosen)
     elif action is Action.HIGH_PRECISION:
-        m = precise_candidate(memories[:PAYLOAD_K[Action.HIGH_RECALL]], family, root_cause, signatures)
-        if m is None:
-            return Payload(action, "", 0, (), "no precise match: no candidate with the same family, root cause "
-                                               "and command/path/stack evidence")
-        chosen = [m]
-        text = render_hint(m)
+        chosen = list(memories[:1])
+        text = render_hint(chosen[0])
     else:
         chosen = list(memories[:5])
         text = "\n".join(render_trace(m, i + 1) for i, m in enumerate(chosen))

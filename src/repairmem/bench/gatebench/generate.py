@@ -18,7 +18,11 @@ Data model
   reworded question, noise lines, dropped frames, other flags, other project; 30% lose the cue, so
   the cause is no longer observable), *hard negatives* (a held-out template rendered in the very
   project, paths and entities of a stored look-alike variant: retrieval finds the look-alike, the
-  fix is wrong), *unrelated* failures (no look-alike in memory).
+  fix is wrong; 30% lose their cue too), *unrelated* failures (no look-alike in memory). Replay
+  streams come in sessions of 10 events (one stack, one token budget of 256-4000 tokens).
+- Every event is prepared in two *views*: the gate's evidence order (its lead candidate first,
+  ``FeatureExtractor.ordered``) for the gate policies, and the retrieval order for the static
+  baselines. Payloads over the event's token budget are not injected (no-memory outcome).
 
 Outcome model (``WorldConfig``, the replay environment)
 -------------------------------------------------------
@@ -32,8 +36,9 @@ Per event four uniform coins are drawn (common random numbers across actions):
 - injecting, it does not apply: a multi-memory payload holding an applying memory lets the agent
   pick it with probability 0.5; otherwise the agent is misled (false positive) iff u_mislead <
   m_mode, else it rejects the memory. A misled episode succeeds iff u_base < 0.3 p0;
-- abstain: correct iff no memory in the top 3 applies; ask_feedback: the user confirms an applying
-  top-1 (then it is injected as top-1) or declines it (a correct abstention), at 1200 ms of waiting.
+- abstain: correct iff no memory in the first 3 applies; ask_feedback: the user confirms an applying
+  first memory (then it is injected as top-1) or declines it (a correct abstention), at 1200 ms of
+  waiting (a confirmation costs about what a rejection does: 1.2 reward units).
 
 v_mode / m_mode (verify / mislead): top-1 0.85 / 0.85, top-3 summary 0.75 / 0.85, short hint (high
 precision) 0.85 / 0.15, full trace (high recall) 0.65 / 0.5 - the false-positive influence of
@@ -44,7 +49,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,7 +57,7 @@ from typing import Callable, Sequence
 from ...classify.terminal import classify_terminal
 from ...errors import InvalidInputError
 from ...gate.actions import ACTIONS, Action, Payload, render
-from ...gate.features import QueryProfile, payload_latency_ms, signature_memory_dict
+from ...gate.features import FeatureExtractor, QueryProfile, payload_latency_ms, signature_memory_dict
 from ...gate.reward import Feedback, RewardConfig, reward
 from ...types import Counters, MemoryVariant, Provenance
 
@@ -586,13 +590,16 @@ def paraphrase_case(template: Template, stack: Stack, case_id: str, seed, *, pro
 
 
 def hard_negative_case(template: Template, stack: Stack, lookalike_slots: dict, lookalike: str, case_id: str,
-                       seed) -> Case:
-    """``template`` (held out) rendered with the slots of a stored look-alike variant."""
+                       seed, *, cue_drop_p: float = 0.3) -> Case:
+    """``template`` (held out) rendered with the slots of a stored look-alike variant; like a
+    paraphrase, it loses its distinguishing cue with probability ``cue_drop_p``."""
     rng = _rng("hard", seed, case_id)
     s = dict(lookalike_slots)
     s.update({k: v for k, v in _slots(rng, s["project"]).items() if k in ("l1", "l2", "l3", "pid", "n")})
-    q, c, log, fix = _render(template, stack, s)
-    return Case(case_id, "hard_negative", template.key, stack.name, q, c, log, fix, s["project"], lookalike=lookalike)
+    drop_cue = rng.random() < cue_drop_p
+    q, c, log, fix = _render(template, stack, s, drop_cue=drop_cue)
+    return Case(case_id, "hard_negative", template.key, stack.name, q, c, log, fix, s["project"], cue_dropped=drop_cue,
+                lookalike=lookalike)
 
 
 def unrelated_case(case_id: str, seed, stack: Stack) -> Case:
@@ -684,20 +691,33 @@ class WorldConfig:
 
 
 @dataclass
-class Prepared:
-    """One event ready for every method: profile, candidates, payloads, outcomes of all 7 actions."""
+class View:
+    """The candidates in one order, with the payload and outcome of all 7 actions over that order."""
 
-    case: Case
-    diagnosis: object
-    candidates: tuple            # Scored, rank order
+    candidates: tuple            # Scored, in this view's order (the first one leads every payload)
     applies: tuple[bool, ...]    # per candidate, hidden truth
     payloads: tuple[Payload, ...]
     feedback: tuple[Feedback, ...]
     rewards: tuple[float, ...]
-    p0: float
     p_success: tuple[float, ...] = ()   # expected success per action (context budget)
     p_fp: tuple[float, ...] = ()        # probability of a false positive per action
     raw_tokens: tuple[int, ...] = ()    # payload tokens before the budget check
+
+
+@dataclass
+class Prepared:
+    """One event ready for every method: the diagnosis, the retrieved candidates, and two views -
+    ``gate`` (the gate's evidence order, the lead first) and ``static`` (retrieval order)."""
+
+    case: Case
+    diagnosis: object
+    candidates: tuple            # Scored, retrieval order: what the features read
+    p0: float
+    gate: View
+    static: View
+
+    def view(self, ordering: str) -> View:
+        return self.static if ordering == "retrieval" else self.gate
 
     def profile(self, session_rejections: int = 0) -> QueryProfile:
         d = self.diagnosis
@@ -717,6 +737,7 @@ class World:
         from ...store.sqlite import SQLiteMemoryStore
         self.scale, self.seed, self.config, self.reward_config = scale, seed, config, reward_config
         self.encoder = HashingEncoder(dim=256)
+        Path(workdir).mkdir(parents=True, exist_ok=True)
         path = Path(workdir) / "memory.db"
         if path.exists():
             raise InvalidInputError(f"{path} already exists; the gate benchmark builds its store from scratch")
@@ -737,6 +758,7 @@ class World:
                                        dense_weight=0.0, bm25_weight=1.0)
         self._verify = dict(config.verify)
         self._mislead = dict(config.mislead)
+        self._extractor = FeatureExtractor()
         self._position = 1_000_000
 
     def close(self) -> None:
@@ -772,15 +794,21 @@ class World:
         rng = _rng("coins", self.seed, event_seed, case.case_id)
         u_base, u_verify, u_mislead, u_pick, u_drift = (rng.random() for _ in range(5))
         drift_broken = case.drifted and u_drift < self.config.drift_breaks
+        p0 = TEMPLATES[case.template].base_success if case.template else 0.5
+        coins = (u_base, u_verify, u_mislead, u_pick)
+        profile = QueryProfile(case.case_id, diagnosis.family, diagnosis.root_cause, float(diagnosis.confidence),
+                               diagnosis.signatures, token_budget=case.budget)
+        gate_order = tuple(self._extractor.ordered(profile, candidates))
+        return Prepared(case, diagnosis, candidates, p0, self._view(case, gate_order, coins, p0, drift_broken),
+                        self._view(case, candidates, coins, p0, drift_broken))
+
+    def _view(self, case: Case, candidates: tuple, coins, p0: float, drift_broken: bool) -> View:
         applies = tuple(case.template is not None and self.meta[s.memory.id].template == case.template
                         and not self.meta[s.memory.id].stale and not drift_broken for s in candidates)
-        p0 = TEMPLATES[case.template].base_success if case.template else 0.5
         memories = [s.memory for s in candidates]
-        raw = tuple(render(a, memories, family=diagnosis.family, root_cause=diagnosis.root_cause,
-                           signatures=diagnosis.signatures) for a in ACTIONS)
+        raw = tuple(render(a, memories) for a in ACTIONS)
         payloads = tuple(fit_budget(pl, case.budget) for pl in raw)
         app = {s.memory.id: ok for s, ok in zip(candidates, applies)}
-        coins = (u_base, u_verify, u_mislead, u_pick)
         feedback, p_success, p_fp = [], [], []
         for action, payload in zip(ACTIONS, payloads):
             fb, ps, pf = self._outcome(case, action, payload, memories, app, p0, coins)
@@ -788,8 +816,8 @@ class World:
             p_success.append(ps)
             p_fp.append(pf)
         rewards = tuple(reward(fb, self.reward_config) for fb in feedback)
-        return Prepared(case, diagnosis, candidates, applies, payloads, tuple(feedback), rewards, p0,
-                        tuple(p_success), tuple(p_fp), tuple(pl.tokens for pl in raw))
+        return View(candidates, applies, payloads, tuple(feedback), rewards, tuple(p_success), tuple(p_fp),
+                    tuple(pl.tokens for pl in raw))
 
     def _outcome(self, case, action, payload, memories, app, p0, coins):
         """(realised Feedback, expected success, false-positive probability) of one action."""
@@ -806,7 +834,7 @@ class World:
             if app[top.id]:
                 v = self._verify["top1_resolution"] * self._fit(case, top.id)
                 verified = u_verify < v
-                tokens = payload_tokens_top1(payloads_top1(top))
+                tokens = render(Action.TOP1_RESOLUTION, [top]).tokens
                 return (Feedback(verified=verified, accepted=True, tokens=tokens,
                                  latency_ms=cfg.ask_latency_ms + payload_latency_ms(tokens), success=verified or base),
                         v + (1 - v) * p0, 0.0)
@@ -916,14 +944,6 @@ def fit_budget(payload: Payload, budget: int) -> Payload:
     if payload.tokens <= budget:
         return payload
     return Payload(payload.action, "", 0, (), f"over budget: {payload.tokens} tokens > {budget} remaining")
-
-
-def payloads_top1(memory: MemoryVariant) -> Payload:
-    return render(Action.TOP1_RESOLUTION, [memory])
-
-
-def payload_tokens_top1(payload: Payload) -> int:
-    return payload.tokens
 
 
 def data_hash(cases: Sequence[Case]) -> str:
