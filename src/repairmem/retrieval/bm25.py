@@ -137,8 +137,8 @@ class _Term:
 class BM25Index:
     """Incremental BM25 index; N, df and avgdl are computed over the pool passed to ``scores``.
 
-    ``add`` costs O(document length) amortised (plus one append per term present in more than
-    half of the documents); nothing is ever rebuilt wholesale. ``scores`` costs O(pool) plus
+    ``add`` costs O(document length) amortised, plus one append per default-level term (one
+    found in most documents) that the new document lacks; nothing is ever rebuilt wholesale. ``scores`` costs O(pool) plus
     O(stored exception rows of the query terms). Calls are serialised by an internal lock, so
     the index may be shared between threads.
     """
