@@ -18,7 +18,7 @@ def make_episode(query_id: str, position: int, namespace: str = "db1", *, solved
     """A finalized two-attempt episode: failed ``before`` then ``after`` (correct when ``solved``)."""
     before = before or f"SELECT name FROM t_{query_id}"
     after = after or f"SELECT title FROM t_{query_id}"
-    attempts = (Attempt(before, "EXECUTION_ERROR", f"no such column: name", failure_type),
+    attempts = (Attempt(before, "EXECUTION_ERROR", "no such column: name", failure_type),
                 Attempt(after, "CORRECT" if solved else "DENOTATION_MISMATCH"))
     return Episode(episode_id=episode_id or f"{method}/{query_id}@{position}", query_id=query_id, position=position,
                    namespace=namespace, question=f"question {query_id}", attempts=attempts,

@@ -1,7 +1,6 @@
 """The command line as a user runs it: real processes, real files, exit codes and JSON."""
 
 import json
-import os
 import subprocess
 import sys
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from repairmem.agents.sql_repair import METHODS, LoopOptions
+from repairmem.agents.sql_repair import LoopOptions
 from repairmem.bench.runner import RunConfig, run
 from repairmem.errors import InvalidInputError
 from repairmem.llm.replay import RecordingModel, ReplayModel

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repairmem import InvalidInputError, MemoryVariant, Polarity, Provenance
+from repairmem import InvalidInputError, MemoryVariant, Provenance
 from repairmem.retrieval.encoders import HashingEncoder
 from repairmem.retrieval.hybrid import (MERIT, RETRIEVAL_METHODS, RetrievalConfig, RetrievalQuery, _rank, minmax,
                                         retrieval_config, retrieve)

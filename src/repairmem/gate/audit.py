@@ -17,10 +17,10 @@ import json
 import math
 import sqlite3
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
+from ..sqlite_wal import connect_wal, write_transaction
 from ..errors import InvalidInputError, StoreError
 from .actions import ACTIONS, INJECTING, Action, Payload
 from .features import FEATURE_NAMES, validate
@@ -98,16 +98,8 @@ class AuditLog:
             p = Path(self.path)
             if not create and not p.exists():
                 raise InvalidInputError(f"{self.path}: no audit log here")
-            if not p.resolve().parent.is_dir():
-                raise StoreError(f"{self.path}: directory {p.resolve().parent} does not exist")
+        self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="gate audit log")
         try:
-            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
-                                       check_same_thread=False)
-            if self.path != ":memory:":
-                mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                if mode.lower() != "wal":
-                    raise StoreError(f"{self.path}: could not switch to WAL journal mode (got {mode})")
-            self._db.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable gate audit log ({exc})") from None
@@ -121,15 +113,8 @@ class AuditLog:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+    def _write(self):
+        return write_transaction(self._db)
 
     def _migrate(self) -> None:
         with self._write() as db:

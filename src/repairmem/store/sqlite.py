@@ -19,12 +19,12 @@ import os
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
 from ..errors import InvalidInputError, StoreError
+from ..sqlite_wal import connect_wal, write_transaction
 from ..types import (
     COUNTER_NAMES, Counters, Episode, MemoryVariant, Outcome, Polarity, Provenance, Scope,
 )
@@ -150,19 +150,8 @@ class SQLiteMemoryStore:
         self._seen_data_version: int | None = None
         self._own_writes = 0
         self._seen_own_writes = -1
-        if self.path != ":memory:":
-            parent = Path(self.path).resolve().parent
-            if not parent.is_dir():
-                raise StoreError(f"{self.path}: directory {parent} does not exist")
+        self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="repairmem store")
         try:
-            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
-                                       check_same_thread=False)
-            self._db.execute("PRAGMA foreign_keys = ON")
-            if self.path != ":memory:":
-                mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                if mode.lower() != "wal":
-                    raise StoreError(f"{self.path}: could not switch to WAL journal mode (got {mode})")
-            self._db.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: durable across process kills
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable repairmem store ({exc})") from None
@@ -180,15 +169,9 @@ class SQLiteMemoryStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction: takes the write lock up front, rolls back on any error."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-        self._own_writes += 1
+        with write_transaction(self._db) as db:
+            yield db
+        self._own_writes += 1   # this connection's commits do not move PRAGMA data_version
 
     def _migrate(self) -> None:
         with self._write() as db:
