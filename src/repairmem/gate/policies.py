@@ -407,6 +407,18 @@ class UCB1(_MeanBandit):
         return Decision(i, tuple(1e300 if s == math.inf else s for s in scores), 1.0, tuple(x), self.name)
 
 
+
+
+def _decide_by_draws(policy, x) -> Decision:
+    """Thompson-style choice: act on the first posterior draw; the propensity is the share of
+    ``mc_samples`` draws whose argmax is that action (floored at 1 / mc_samples)."""
+    draws = policy._draws(x, policy.mc_samples)
+    first = draws[0].tolist()
+    i = _argmax(first, policy._feasible(x))
+    share = float(np.mean(draws.argmax(axis=1) == i))
+    return Decision(i, tuple(first), max(share, 1.0 / policy.mc_samples), tuple(x), policy.name)
+
+
 @dataclass
 class ThompsonSampling(_MeanBandit):
     """Gaussian Thompson sampling: mu_a ~ N(sum_a / (n_a + 1), sigma^2 / (n_a + 1)), pick the argmax.
@@ -439,13 +451,7 @@ class ThompsonSampling(_MeanBandit):
         return _share(self._draws(_check_x(x), n))
 
     def decide(self, x, *, truth=None) -> Decision:
-        x = _check_x(x)
-        allowed = self._feasible(x)
-        draws = self._draws(x, self.mc_samples)
-        first = draws[0].tolist()
-        i = _argmax(first, allowed)
-        p = float(np.mean(draws.argmax(axis=1) == i))
-        return Decision(i, tuple(first), max(p, 1.0 / self.mc_samples), tuple(x), self.name)
+        return _decide_by_draws(self, _check_x(x))
 
 
 def _share(draws: np.ndarray) -> list[float]:
@@ -604,13 +610,7 @@ class RiskSensitiveThompson(_Linear):
         return _share(self._draws(_check_x(x), n))
 
     def decide(self, x, *, truth=None) -> Decision:
-        x = _check_x(x)
-        allowed = self._feasible(x)
-        draws = self._draws(x, self.mc_samples)
-        first = draws[0].tolist()
-        i = _argmax(first, allowed)
-        prop = float(np.mean(draws.argmax(axis=1) == i))
-        return Decision(i, tuple(first), max(prop, 1.0 / self.mc_samples), tuple(x), self.name)
+        return _decide_by_draws(self, _check_x(x))
 
 
 
