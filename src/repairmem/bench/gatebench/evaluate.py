@@ -117,6 +117,11 @@ PAPER = {
 
 # -- replay ------------------------------------------------------------------------------------
 
+
+def _paper_cell(numbers) -> str:
+    """The paper's reported numbers for a row, "a / b / c", or "-" when it reports none."""
+    return " / ".join(f"{x:g}" for x in numbers) if numbers else "-"
+
 def _feasible(p: Prepared) -> tuple[int, ...]:
     return tuple(range(len(ACTIONS))) if p.candidates else SAFE
 
@@ -551,7 +556,7 @@ def markdown(res: dict) -> str:
         rows.append([LABELS[m], _f(v["success"]), _f(v["false_positive"]), _f(v["abstention"]), _f(v["ask_feedback"]),
                      _f(v["verified_reuse"]), _f(v["correct_abstention"]), _f(v["wrong_abstention"]),
                      _f(v["cumulative_reward"]), _f(v["mean_reward"], 3), _f(v["regret"]),
-                     " / ".join(f"{x:g}" for x in pp) if pp else "-"])
+                     _paper_cell(pp)])
     lines += _table(["method", "success", "FP", "abstain", "ask", "verified", "correct abst.", "wrong abst.",
                      "cum. reward", "reward/event", "regret", "paper success / FP / abst. / verified / cum. reward"],
                     rows) + [""]
@@ -561,7 +566,7 @@ def markdown(res: dict) -> str:
         pp = P["ablations"].get(m)
         rows.append([m, _f(v["success"]), _f(v["false_positive"]), _f(v["correct_abstention"]),
                      _f(v["cumulative_reward"]), _f(v["mean_reward"], 3),
-                     " / ".join(f"{x:g}" for x in pp) if pp else "-"])
+                     _paper_cell(pp)])
     lines += _table(["variant", "success", "FP", "correct abst.", "cum. reward", "reward/event",
                      "paper FP / correct abst. / cum. reward"], rows) + [""]
     lines += ["## Abstention calibration (paraphrases + hard negatives, frozen policies)", ""]
@@ -570,7 +575,7 @@ def markdown(res: dict) -> str:
         pp = P["abstention"].get(m)
         rows.append([LABELS[m], _f(v["answer_rate"]), _f(v["risk"]), _f(v["abstention_rate"]),
                      _f(v["correct_abstention"]), _f(v["wrong_abstention"]),
-                     " / ".join(f"{x:g}" for x in pp) if pp else "-"])
+                     _paper_cell(pp)])
     lines += _table(["method", "answer rate", "risk", "abstained", "correct (of abstentions)", "wrong",
                      "paper answer / risk / correct / wrong"], rows) + [""]
     lines += ["## Context budget", ""]
@@ -578,7 +583,7 @@ def markdown(res: dict) -> str:
     for label, v in res["budget"].items():
         pp = P["budget"].get(label)
         rows.append([label, _f(v["tokens"]), _f(v["latency_ms"]), _f(v["expected_success"]), _f(v["fp_influence"]),
-                     _f(v["utility"]), _f(v["over_budget"]), " / ".join(f"{x:g}" for x in pp) if pp else "-"])
+                     _f(v["utility"]), _f(v["over_budget"]), _paper_cell(pp)])
     lines += _table(["mode", "tokens", "latency ms", "exp. success", "FP influence", "utility", "over budget",
                      "paper tokens / ms / success / FP / utility"], rows) + [""]
     lines += ["Utility = E[success] - 2 P(FP) - 0.001 latency_ms - 0.0001 tokens; a payload over the remaining "
