@@ -298,6 +298,13 @@ def test_pass_at_k_retries_only_open_tasks_and_keeps_the_denominator(tmp_path, t
         (1, "count-lines", 0.0), (1, "make-done", 1.0), (1, "make-flag", 0.0),
         (2, "count-lines", 0.0), (2, "make-flag", 1.0),
         (3, "count-lines", 0.0)]
+    # pass 1 is greedy; a retry samples with a recorded seed per (task, pass, step), so a greedy
+    # model does not replay its failed attempt and a resumed run draws the same samples
+    decodings = {(r["pass"], r["task_id"]): [(s["temperature"], s["seed"]) for s in r["steps"]] for r in records}
+    assert all(d == (0.0, None) for d in decodings[1, "count-lines"] + decodings[1, "make-flag"])
+    retry = decodings[2, "count-lines"] + decodings[2, "make-flag"] + decodings[3, "count-lines"]
+    assert all(temp == 0.7 and seed is not None for temp, seed in retry)
+    assert len({seed for _, seed in retry}) == len(retry)
     summary = summarize(replayed)
     assert summary["n_tasks"] == 3 and summary["solved_by_pass"] == [1, 2, 2]
     assert {t["task_id"]: t["solved_pass"] for t in summary["tasks"]} == \

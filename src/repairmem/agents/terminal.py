@@ -94,7 +94,8 @@ import re
 import secrets
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+import zlib
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -199,6 +200,9 @@ class AgentConfig:
 
     ``task_timeout_s`` None means the task's own ``[agent] timeout_sec``. ``hint_min_step`` and
     ``hint_every`` define the sparse schedule (``t >= hint_min_step and t % hint_every == 0``).
+    ``generation`` decodes the first pass; retry passes sample at ``retry_temperature`` with a
+    seed per (task, pass, step) (``decoding_for``), because a greedy retry of a greedy local model
+    would repeat the failed attempt token for token and pass@k would equal pass@1.
     """
 
     max_steps: int = 20
@@ -210,8 +214,12 @@ class AgentConfig:
     hint_every: int = 3
     tool_result_role: str = "tool"
     generation: GenerationConfig = GenerationConfig(max_tokens=384, temperature=0.0)
+    retry_temperature: float = 0.7
 
     def __post_init__(self) -> None:
+        if isinstance(self.retry_temperature, bool) or not isinstance(self.retry_temperature, (int, float)) \
+                or not 0.0 < self.retry_temperature <= 2.0:
+            raise InvalidInputError(f"retry_temperature must be in (0, 2], got {self.retry_temperature!r}")
         for name in ("max_steps", "max_output_bytes", "max_idle_replies", "hint_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -574,11 +582,22 @@ def _usage_dict(result: ChatResult) -> dict[str, int]:
     return result.usage.to_dict()
 
 
+def decoding_for(config: AgentConfig, task_id: str, attempt_pass: int, t: int) -> GenerationConfig:
+    """The decoding of step ``t`` of pass ``attempt_pass`` at ``task_id``: ``config.generation`` on
+    pass 1; on a retry pass, ``retry_temperature`` with seed crc32(task:pass) + t, so a retry differs
+    from the failed attempt and a resumed run draws the same samples."""
+    if attempt_pass == 1:
+        return config.generation
+    seed = (zlib.crc32(f"{task_id}:{attempt_pass}".encode()) + t) % (2 ** 31)
+    return replace(config.generation, temperature=config.retry_temperature, seed=seed)
+
+
 def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LADDER["none"],
                 archive: ExperienceArchive | None = None, config: AgentConfig = AgentConfig(),
                 veto: Callable[[Hint], bool] = allow_hint, sandbox: str = "auto", keep_workspace: bool = False,
-                clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
-    """Run one attempt at ``task`` and return its record (module doc, "One attempt")."""
+                attempt_pass: int = 1, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """Run one attempt at ``task`` (pass ``attempt_pass``, which sets the decoding: ``decoding_for``)
+    and return its record (module doc, "One attempt")."""
     if setting.retrieval and archive is None:
         raise InvalidInputError(f"memory {setting.name} needs an ExperienceArchive")
     start = clock()
@@ -611,7 +630,8 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                         hints_shown += 1
                         call_messages = [*messages, Message("user", hint.text)]
             try:
-                result = model.chat(call_messages, config.generation, tools=list(TOOLS))
+                decoding = decoding_for(config, task.task_id, attempt_pass, t)
+                result = model.chat(call_messages, decoding, tools=list(TOOLS))
             except ReplayMissError:
                 raise
             except (LLMError, InvalidInputError) as exc:
@@ -627,7 +647,7 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                 "t": t, "hint_due": due, "hint": hint_record, "reply": result.text,
                 "tool_calls": [tc.to_dict() for tc in result.tool_calls], "reasoning": reasoning,
                 "action": action.kind, "source": action.source, "command": action.command, "usage": usage,
-                "finish_reason": result.finish_reason}
+                "finish_reason": result.finish_reason, "temperature": decoding.temperature, "seed": decoding.seed}
             messages.append(Message("assistant", assistant_turn(result, action)))
             steps.append(step)
             last_reasoning = reasoning
@@ -785,7 +805,7 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
             archive_size = len(archive) if archive is not None else 0
             try:
                 record = run_attempt(task, model, setting=setting, archive=archive, config=config.agent, veto=veto,
-                                     sandbox=config.sandbox, keep_workspace=keep_workspaces)
+                                     sandbox=config.sandbox, keep_workspace=keep_workspaces, attempt_pass=p)
             except TaskSetupError as exc:
                 raise InvalidInputError(str(exc)) from None
             record.update({"pass": p, "run_id": run_id, "archive_steps": archive_size})
