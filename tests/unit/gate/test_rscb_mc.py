@@ -55,6 +55,24 @@ def test_each_override_check(feature, value, check):
     assert d.override_reasons() == [check] and not d.injects
 
 
+ASK = ACTION_INDEX[Action.ASK_FEEDBACK]
+
+
+def test_uncertain_family_evidence_asks_and_contradicting_evidence_does_not_force_a_question():
+    policy = RSCBMC(epsilon=1.0, alpha=50.0, seed=3)
+    unsure = x_of(SAFE, family_confidence=0.25)
+    for _ in range(50):
+        d = policy.decide(unsure)
+        assert d.index == ASK and d.propensity == 1.0 and d.override_reasons() == ["family_confidence"]
+    # the look-alike (family 0) and uncertainty together with another check: abstain/no_memory stay open
+    assert {policy.decide(x_of(HARD_NEGATIVE)).index for _ in range(100)} == set(np.flatnonzero(~np.array(INJECTS)))
+    both = x_of(SAFE, family_confidence=0.25, historical_false_positive_rate=0.5)
+    assert {policy.decide(both).index for _ in range(100)} == set(np.flatnonzero(~np.array(INJECTS)))
+    # the ablation switch restores the plain override
+    plain = RSCBMC(epsilon=1.0, ask_when_uncertain=False, seed=3)
+    assert {plain.decide(unsure).index for _ in range(100)} == set(np.flatnonzero(~np.array(INJECTS)))
+
+
 def test_masked_features_skip_their_override_check():
     policy = RSCBMC(feature_mask={INDEX["family_confidence"]})
     assert policy.override_flags(x_of(HARD_NEGATIVE)) == 0
@@ -127,7 +145,7 @@ def test_epsilon_propensities_are_exact():
 
 
 @pytest.mark.parametrize("params", [{"alpha": -1}, {"epsilon": 1.5}, {"mu": float("nan")}, {"feature_mask": {16}},
-                                    {"max_session_rejections": 0}, {"use_override": 1}, {"ridge": 0.0},
+                                    {"max_session_rejections": 0}, {"use_override": 1}, {"ask_when_uncertain": "yes"}, {"ridge": 0.0},
                                     {"min_family_confidence": 2.0}])
 def test_invalid_parameters_fail_at_construction(params):
     with pytest.raises(InvalidInputError, match="rscb_mc"):

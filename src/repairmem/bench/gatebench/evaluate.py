@@ -76,6 +76,7 @@ ABLATIONS: dict[str, dict] = {
     "no_contextual_model": {"contextual": False},
     "no_risk_objective": {"mu": 0.0, "kappa": 0.0},
     "no_safety_override": {"use_override": False},
+    "no_ask_when_uncertain": {"ask_when_uncertain": False},
 }
 BUDGET_MODES = (("No memory", Action.NO_MEMORY), ("Short hint", Action.HIGH_PRECISION),
                 ("Top-1 resolution", Action.TOP1_RESOLUTION), ("Top-3 summary", Action.TOP3_SUMMARY),
