@@ -66,6 +66,10 @@ def test_fallback_survives_broken_json_strings():
     assert parse_action(reply(inner_quotes)).command == 'echo "hi" > f.txt'
     escaped = '{"name": "execute_command", "arguments": {"command": "echo \\"hi\\" > f.txt"}}'
     assert parse_action(reply(escaped)).command == 'echo "hi" > f.txt'
+    # seen from the 0.5B: the call is named after the file it means to write
+    renamed = ('```json\n{\n  "name": "contacts_clean.csv",\n  "arguments": {\n    "command": "sort -u contacts.csv"\n'
+               '  }\n}\n```')
+    assert parse_action(reply(renamed)) == Action("command", "sort -u contacts.csv", "tool_call_text")
     native_broken = parse_action(reply("", ("execute_command", '{"command": "ls -l')))  # cut off
     assert native_broken == Action("command", "ls -l", "tool_call")
 
