@@ -62,7 +62,18 @@ def test_oscillation_uses_normalised_sql_and_counts_episodes_in_repair():
     assert m["episodes_in_repair"] == 4 and m["oscillating_episodes"] == 2
     assert m["oscillation_pct"] == pytest.approx(50.0)
     assert m["repeated_attempts"] == 2
+    assert m["executed_oscillation_pct"] == pytest.approx(50.0) and m["caught_repeats"] == 0
     assert stream_metrics([rec("e", 0, ["OK"])])["oscillation_pct"] is None   # no episode entered repair
+
+
+def test_repeats_caught_by_the_guard_count_as_oscillation_but_not_as_executed_oscillation():
+    guarded = rec("a", 0, ["SELECT a FROM t", "SELECT a FROM t", "SELECT b FROM t"])
+    guarded["attempts"][1]["executed"] = False
+    leaked = rec("b", 1, ["SELECT a FROM t", "SELECT b FROM t", "SELECT a FROM t"])
+    m = stream_metrics([guarded, leaked])
+    assert m["oscillation_pct"] == pytest.approx(100.0)
+    assert m["executed_oscillation_pct"] == pytest.approx(50.0)
+    assert m["caught_repeats"] == 1
 
 
 def test_token_and_call_splits():

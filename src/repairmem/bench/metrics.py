@@ -15,6 +15,10 @@ stream, so they are never failures):
 - ``oscillation_pct`` = 100 · #oscillating episodes / #episodes that entered repair, where an
   episode oscillates when some attempt's SQL, normalised with :func:`repairmem.types.normalize_sql`,
   equals an earlier attempt's SQL in the same episode (attempts with no SQL are not compared);
+  every generated attempt counts, including repeats the grounded loop's guard caught before
+  execution (``executed: false``), so this is the model's behaviour;
+- ``executed_oscillation_pct``: the same over the executed attempts only (what reached the
+  database; the guard keeps it at 0), and ``caught_repeats`` = attempts the guard did not execute;
 - LLM calls and prompt / completion tokens split into the initial prediction (``initial_usage``)
   and the repair phase (every call of every step; reflection calls are repair-phase calls and are
   also reported on their own); ``repair_tokens_per_repaired`` = repair-phase tokens / repaired;
@@ -206,11 +210,15 @@ def _read_lines_loose(path: Path) -> tuple[list[dict[str, Any]], bool]:
 
 # -- one episode ---------------------------------------------------------------------------------
 
-def repeated_attempts(record: Mapping[str, Any]) -> int:
-    """How many attempts repeat an earlier attempt of the same episode (normalised SQL, non-empty)."""
+def repeated_attempts(record: Mapping[str, Any], *, executed_only: bool = False) -> int:
+    """How many attempts repeat an earlier attempt of the same episode (normalised SQL, non-empty);
+    with ``executed_only``, among the attempts that were executed (a record without the
+    ``executed`` key predates the guard: every attempt was executed)."""
     seen: set[str] = set()
     repeats = 0
     for attempt in record["attempts"]:
+        if executed_only and not attempt.get("executed", True):
+            continue
         sql = normalize_sql(attempt.get("sql") or "")
         if not sql:
             continue
@@ -257,6 +265,7 @@ def stream_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     repeats = [repeated_attempts(r) for r in records]
     in_repair = [i for i, r in enumerate(records) if r["steps"]]
     oscillating = sum(repeats[i] > 0 for i in in_repair)
+    executed_oscillating = sum(repeated_attempts(records[i], executed_only=True) > 0 for i in in_repair)
     steps = sum(len(r["steps"]) for r in records)
     m.update(
         initial_correct=init, final_correct=final, initial_ex_pct=_pct(init, n), final_ex_pct=_pct(final, n),
@@ -268,6 +277,8 @@ def stream_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         episodes_in_repair=len(in_repair), oscillating_episodes=oscillating,
         oscillation_pct=_pct(oscillating, len(in_repair)),
         repeated_attempts=sum(repeats),
+        executed_oscillation_pct=_pct(executed_oscillating, len(in_repair)),
+        caught_repeats=sum(not a.get("executed", True) for r in records for a in r["attempts"]),
     )
     # cost: initial prediction vs repair phase (reflection calls belong to the repair phase)
     usage = [r.get("initial_usage") or {} for r in records]

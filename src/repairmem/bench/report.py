@@ -226,7 +226,9 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
     # Table 3
     doc.append(("h2", "Table 3. Repair behaviour and cost"))
     doc.append(("p", "Means over seeds. Steps: repair steps per initial failure. Osc.: share of the episodes that "
-                     "entered repair in which an attempt repeats an earlier attempt's SQL (normalised). Calls and "
+                     "entered repair in which a generated attempt repeats an earlier attempt's SQL (normalised), "
+                     "the model's behaviour; Osc. exec.: the same over executed attempts (the grounded loop's "
+                     "guard executes no repeat); Caught: repeats the guard regenerated. Calls and "
                      "tokens (prompt + completion) are split into the initial prediction (shared by all methods) and "
                      "the repair phase; reflection calls are repair-phase calls, also shown in parentheses. Wall "
                      "time is the sum of model call times, in seconds."))
@@ -234,13 +236,13 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
     for x in methods:
         a = agg[x]["mean"]
         rows.append([_name(x), _count(a["repaired"]), _num(a["steps_per_failure"], 3), _num(a["oscillation_pct"]),
-                     _count(a["calls_initial"]),
+                     _num(a["executed_oscillation_pct"]), _count(a["caught_repeats"]), _count(a["calls_initial"]),
                      _count(a["calls_repair"]) + (f" ({_count(a['calls_reflection'])})" if a["calls_reflection"] else ""),
                      _count(a["tokens_initial"]),
                      _count(a["tokens_repair"]) + (f" ({_count(a['tokens_reflection'])})" if a["tokens_reflection"] else ""),
                      _count(a["tokens_total"]), _num(a["repair_tokens_per_repaired"], 0),
                      f"{_num(a['wall_s_initial'], 1)} + {_num(a['wall_s_repair'], 1)}"])
-    doc.append(("table", ["Method", "Repaired", "Steps", "Osc. %", "Calls initial", "Calls repair (refl.)",
+    doc.append(("table", ["Method", "Repaired", "Steps", "Osc. %", "Osc. exec. %", "Caught", "Calls initial", "Calls repair (refl.)",
                           "Tokens initial", "Tokens repair (refl.)", "Tokens total", "Repair tokens / repaired",
                           "Wall s (initial + repair)"], rows))
 
