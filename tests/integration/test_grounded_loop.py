@@ -7,6 +7,7 @@ import pytest
 from repairmem.agents import sql_repair
 from repairmem.agents.sql_repair import LoopOptions
 from repairmem.bench.runner import RunConfig, run
+from repairmem.errors import InvalidInputError
 from repairmem.evidence import literal_evidence, result_evidence
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.sqlexec import execute_readonly
@@ -66,10 +67,11 @@ def test_repeat_is_caught_before_execution_counted_and_followed_by_seeded_sampli
     assert [a["executed"] for a in attempts] == [True, False, False, True]
     assert guarded["final_correct"] and len(guarded["steps"]) == 3
     assert [len(s["calls"]) for s in guarded["steps"]] == [1, 1, 1]
-    # the first repair is greedy; after one repeat in a row the next generation samples, seeded and recorded
+    # the first repair is greedy; after the first repeat every generation samples, seeded and recorded,
+    # the temperature rising with each further repeat
     temps = [s["calls"][0]["temperature"] for s in guarded["steps"]]
     seeds = [s["calls"][0]["seed"] for s in guarded["steps"]]
-    assert temps == [0.0, 0.8, 0.8] and seeds[0] is None
+    assert temps == [0.0, 0.8, 1.0] and seeds[0] is None
     assert seeds[1:] == [LoopOptions().sampling(oldest, k).seed for k in (2, 3)]
     assert [s["sampled"] for s in guarded["steps"]] == [False, True, True]
     sql_of_oldest = {"SELECT name FROM student", "select  name from STUDENT"}
@@ -93,3 +95,13 @@ def test_grounded_prompts_pass_the_audit_and_carry_the_evidence(tmp_path, execut
     records = run_methods(tmp_path, ("iterative_grounded",), executions)
     dogs = records[("iterative_grounded", "spider_dev/1")]
     assert dogs["final_correct"] and dogs["steps"][0]["calls"][0]["prompt_version"] == "spider-repair-v3-grounded"
+
+
+def test_sampling_temperature_rises_with_each_repeat_up_to_the_cap():
+    options = LoopOptions()
+    assert [options.sampling("q", 3, r).temperature for r in (1, 2, 3, 4, 5, 9)] == [0.8, 1.0, 1.2, 1.4, 1.4, 1.4]
+    assert options.sampling("q", 3, 1).seed == options.sampling("q", 3, 4).seed   # the seed names the step
+    with pytest.raises(InvalidInputError, match="max_sampling_temperature"):
+        LoopOptions(max_sampling_temperature=0.5)
+    with pytest.raises(InvalidInputError, match="sampling_temperature_step"):
+        LoopOptions(sampling_temperature_step=-0.1)

@@ -44,7 +44,7 @@ class Method:
 
     ``grounded`` switches on the loop options that make repair move on small models: the repeat
     guard (a repeated query is not executed; the model is told which attempt it repeated and,
-    after ``LoopOptions.repeats_before_sampling`` repeats in a row, sampled with a recorded seed),
+    after ``LoopOptions.repeats_before_sampling`` repeats in the episode, sampled with a recorded seed and a temperature that rises with each further repeat),
     observable evidence about its own result and literals, and schema sample values.
     """
 
@@ -98,8 +98,10 @@ class LoopOptions:
     layout: str = "paper"               # repair prompt layout: paper | cache
     max_tokens: int = 512
     timeout_s: float | None = None      # per execution; default 60 s Spider, 30 s BIRD
-    repeats_before_sampling: int = 1    # grounded methods: consecutive repeats before sampling
-    sampling_temperature: float = 0.8
+    repeats_before_sampling: int = 1    # grounded methods: repeats in the episode before sampling
+    sampling_temperature: float = 0.8   # the first sampled call; each further repeat adds the step
+    sampling_temperature_step: float = 0.2
+    max_sampling_temperature: float = 1.4
     seed: int = 0                       # seeds the sampling fallback (with the query id and step)
 
     def __post_init__(self) -> None:
@@ -114,8 +116,15 @@ class LoopOptions:
                 or self.repeats_before_sampling < 1:
             raise InvalidInputError(f"repeats_before_sampling must be an int >= 1, got {self.repeats_before_sampling!r}")
         GenerationConfig(temperature=self.sampling_temperature)   # validates the range
+        GenerationConfig(temperature=self.max_sampling_temperature)
         if not self.sampling_temperature > 0:
             raise InvalidInputError("sampling_temperature must be > 0: it is the fallback that makes attempts differ")
+        if isinstance(self.sampling_temperature_step, bool) or not isinstance(self.sampling_temperature_step, (int, float)) \
+                or not 0 <= self.sampling_temperature_step <= 1:
+            raise InvalidInputError(f"sampling_temperature_step must be in [0, 1], got {self.sampling_temperature_step!r}")
+        if self.max_sampling_temperature < self.sampling_temperature:
+            raise InvalidInputError(f"max_sampling_temperature ({self.max_sampling_temperature}) must be >= "
+                                    f"sampling_temperature ({self.sampling_temperature})")
 
     @property
     def execution_timeout(self) -> float:
@@ -124,10 +133,15 @@ class LoopOptions:
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_tokens=self.max_tokens, temperature=0.0)
 
-    def sampling(self, query_id: str, step: int) -> GenerationConfig:
-        """The seeded sampling fallback of the repeat guard; the seed is recorded with the call."""
+    def sampling(self, query_id: str, step: int, repeats: int | None = None) -> GenerationConfig:
+        """The seeded sampling fallback of the repeat guard; seed and temperature are recorded with
+        the call. After ``repeats`` repeats in the episode the temperature is
+        min(max, T0 + step · (repeats - repeats_before_sampling)): measured on 20 Spider examples
+        with the 0.5B model, 71 % of calls sampled at 0.8 still repeated an earlier query."""
         digest = hashlib.blake2b(f"{self.seed}/{query_id}/{step}".encode(), digest_size=4).digest()
-        return GenerationConfig(max_tokens=self.max_tokens, temperature=self.sampling_temperature,
+        extra = max(0, (repeats if repeats is not None else self.repeats_before_sampling) - self.repeats_before_sampling)
+        temperature = min(self.max_sampling_temperature, self.sampling_temperature + self.sampling_temperature_step * extra)
+        return GenerationConfig(max_tokens=self.max_tokens, temperature=round(temperature, 6),
                                 seed=int.from_bytes(digest, "little"))
 
 
@@ -272,7 +286,7 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
     reflections: list[str] = []
     repair_version = prompt_version(options.dataset, "repair", options.layout, grounded=method.grounded)
     calls: list[_Call] = []   # the calls of the current step
-    repeats_in_a_row = 0
+    repeats = 0
 
     def call(prompt: str, purpose: str, version: str, config: GenerationConfig, memories: Sequence = ()) -> ChatResult:
         coincide = env.audit(prompt, f"{where} step {len(attempts)} {purpose}", position=position, memories=memories,
@@ -318,8 +332,10 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
                                negatives=negatives, reflections=reflections, evidence=example.evidence,
                                observations=observations, samples=samples if method.grounded else "",
                                layout=options.layout)
-        sampling = method.grounded and repeats_in_a_row >= options.repeats_before_sampling
-        config = options.sampling(query_id, len(attempts)) if sampling else greedy
+        # a model that has resubmitted once resubmits after a fresh attempt too (greedy calls after a
+        # fresh attempt repeated 24 of 25 times in the 20-example probe), so sampling, once on, stays on
+        sampling = method.grounded and repeats >= options.repeats_before_sampling
+        config = options.sampling(query_id, len(attempts), repeats) if sampling else greedy
         answer = call(prompt, "repair", repair_version, config, (*positives, *negatives))
         sql = extract_sql(answer.text)
         norm = normalize_sql(sql) if sql else None
@@ -338,7 +354,7 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
             if fresh.ok:
                 fresh.same_result_as = next((i for i, a in enumerate(attempts[:-1]) if a.ok and a.rows == fresh.rows
                                              and a.columns == fresh.columns), None)
-        repeats_in_a_row = repeats_in_a_row + 1 if attempts[-1].repeat_of is not None else 0
+        repeats += attempts[-1].repeat_of is not None
         steps.append({"k": len(attempts) - 1, "failure_type": current.failure_type,
                       "failure_subtype": current.failure_subtype, "retrieved": retrieval_info,
                       "repeat_of": attempts[-1].repeat_of, "executed": attempts[-1].executed,
