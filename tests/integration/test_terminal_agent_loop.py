@@ -19,7 +19,7 @@ import pytest
 from repairmem.agents.tasks import load_task, load_tasks
 from repairmem.agents.terminal import (ATTEMPTS_FILE, HINT_HEADER, LADDER, NO_ACTION_MESSAGE, AgentConfig,
                                        AgentRunConfig, ExperienceArchive, agent_report_main, agent_run_main,
-                                       run_agent, run_attempt, summarize)
+                                       format_report, run_agent, run_attempt, summarize)
 from repairmem.agents.workspace import Workspace, bwrap_works, run_process
 from repairmem.bench.initial import read_jsonl_lines
 from repairmem.errors import InvalidInputError
@@ -307,6 +307,17 @@ def test_pass_at_k_retries_only_open_tasks_and_keeps_the_denominator(tmp_path, t
     assert len({seed for _, seed in retry}) == len(retry)
     summary = summarize(replayed)
     assert summary["n_tasks"] == 3 and summary["solved_by_pass"] == [1, 2, 2]
+    assert summary["pass_complete"] == [True, True, True]
+    # a run stopped inside pass 2: the report says so instead of showing pass@2 and pass@3 as final
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    shutil.copy(replayed / "run.json", partial / "run.json")
+    lines = (replayed / ATTEMPTS_FILE).read_text().splitlines(keepends=True)
+    (partial / ATTEMPTS_FILE).write_text("".join(lines[:4]))
+    cut = summarize(partial)
+    assert cut["passes_started"] == 2 and cut["pass_complete"] == [True, False, False]
+    row = format_report([cut]).splitlines()[2]
+    assert "(in progress)" in row and "not started" in row
     assert {t["task_id"]: t["solved_pass"] for t in summary["tasks"]} == \
         {"count-lines": None, "make-done": 1, "make-flag": 2}
 

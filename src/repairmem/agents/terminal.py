@@ -849,6 +849,10 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
     completed = max((r["pass"] for r in records), default=0)
     cumulative = [sum(1 for t in task_ids if solved_pass[t] is not None and solved_pass[t] <= k)
                   for k in range(1, passes + 1)]
+    # pass k is complete when every task still open at pass k has its pass-k record
+    attempted = {(r["pass"], r["task_id"]) for r in records}
+    complete = [all((k, t) in attempted for t in task_ids if solved_pass[t] is None or solved_pass[t] >= k)
+                for k in range(1, passes + 1)]
     setting = memory_setting(cfg["memory"])
     tasks = []
     for t in task_ids:
@@ -862,7 +866,7 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
     return {
         "run_dir": str(run_dir), "run_id": meta["run_id"], "model": cfg["model"], "memory": cfg["memory"],
         "labels": setting.labels(), "paper_row": setting.paper_row, "n_tasks": n, "passes": passes,
-        "passes_started": completed, "solved_by_pass": cumulative,
+        "passes_started": completed, "pass_complete": complete, "solved_by_pass": cumulative,
         "score_by_pass": [round(c / n, 4) if n else 0.0 for c in cumulative],
         "attempts": len(records), "steps": sum(r["n_steps"] for r in records),
         "prompt_tokens": sum(r["usage"]["prompt_tokens"] for r in records),
@@ -881,9 +885,12 @@ def format_report(summaries: Sequence[dict[str, Any]]) -> str:
     for s in summaries:
         cells = []
         for i in range(k):
-            if i < s["passes"]:
+            if i < s["passes"] and i >= s["passes_started"]:
+                cells.append("not started")
+            elif i < s["passes"]:
                 c = s["solved_by_pass"][i]
-                cells.append(f"{c}/{s['n_tasks']} {c / s['n_tasks']:.3f}" if s["n_tasks"] else "0/0")
+                cells.append((f"{c}/{s['n_tasks']} {c / s['n_tasks']:.3f}" if s["n_tasks"] else "0/0")
+                             + ("" if s["pass_complete"][i] else " (in progress)"))
             else:
                 cells.append("")
         lab = s["labels"]
