@@ -44,7 +44,8 @@ class Method:
 
     ``grounded`` switches on the loop options that make repair move on small models: the repeat
     guard (a repeated query is not executed; the model is told which attempt it repeated and,
-    after ``LoopOptions.repeats_before_sampling`` repeats in the episode, sampled with a recorded seed and a temperature that rises with each further repeat),
+    after ``LoopOptions.repeats_before_sampling`` repeats in the episode, sampled with a recorded
+    seed and a temperature that rises with each further repeat),
     observable evidence about its own result and literals, and schema sample values.
     """
 
@@ -133,13 +134,13 @@ class LoopOptions:
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_tokens=self.max_tokens, temperature=0.0)
 
-    def sampling(self, query_id: str, step: int, repeats: int | None = None) -> GenerationConfig:
+    def sampling(self, query_id: str, step: int, repeats: int = 0) -> GenerationConfig:
         """The seeded sampling fallback of the repeat guard; seed and temperature are recorded with
         the call. After ``repeats`` repeats in the episode the temperature is
         min(max, T0 + step · (repeats - repeats_before_sampling)): measured on 20 Spider examples
         with the 0.5B model, 71 % of calls sampled at 0.8 still repeated an earlier query."""
         digest = hashlib.blake2b(f"{self.seed}/{query_id}/{step}".encode(), digest_size=4).digest()
-        extra = max(0, (repeats if repeats is not None else self.repeats_before_sampling) - self.repeats_before_sampling)
+        extra = max(0, repeats - self.repeats_before_sampling)
         temperature = min(self.max_sampling_temperature, self.sampling_temperature + self.sampling_temperature_step * extra)
         return GenerationConfig(max_tokens=self.max_tokens, temperature=round(temperature, 6),
                                 seed=int.from_bytes(digest, "little"))

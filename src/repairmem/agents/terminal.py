@@ -220,9 +220,9 @@ class AgentConfig:
     retry_temperature: float = 0.7
 
     def __post_init__(self) -> None:
-        if isinstance(self.retry_temperature, bool) or not isinstance(self.retry_temperature, (int, float)) \
-                or not 0.0 < self.retry_temperature <= 2.0:
-            raise InvalidInputError(f"retry_temperature must be in (0, 2], got {self.retry_temperature!r}")
+        GenerationConfig(temperature=self.retry_temperature)   # validates type and range
+        if not self.retry_temperature > 0:
+            raise InvalidInputError("retry_temperature must be > 0: a greedy retry repeats the failed attempt")
         for name in ("max_steps", "max_output_bytes", "max_idle_replies", "hint_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -885,14 +885,14 @@ def format_report(summaries: Sequence[dict[str, Any]]) -> str:
     for s in summaries:
         cells = []
         for i in range(k):
-            if i < s["passes"] and i >= s["passes_started"]:
+            if i >= s["passes"]:
+                cells.append("")
+            elif i >= s["passes_started"]:
                 cells.append("not started")
-            elif i < s["passes"]:
+            else:
                 c = s["solved_by_pass"][i]
                 cells.append((f"{c}/{s['n_tasks']} {c / s['n_tasks']:.3f}" if s["n_tasks"] else "0/0")
                              + ("" if s["pass_complete"][i] else " (in progress)"))
-            else:
-                cells.append("")
         lab = s["labels"]
         lines.append(f"| {s['memory']} | {lab['representation']} | {lab['schedule']} | {lab['seeded']} | "
                      + " | ".join(cells) + f" | {s['attempts']} | {s['steps']} | "

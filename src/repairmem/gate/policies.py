@@ -410,18 +410,34 @@ class UCB1(_MeanBandit):
 
 
 
-def _decide_by_draws(policy, x) -> Decision:
-    """Thompson-style choice: act on the first posterior draw; the propensity is the share of
-    ``mc_samples`` draws whose argmax is that action (floored at 1 / mc_samples)."""
-    draws = policy._draws(x, policy.mc_samples)
-    first = draws[0].tolist()
-    i = _argmax(first, policy._feasible(x))
-    share = float(np.mean(draws.argmax(axis=1) == i))
-    return Decision(i, tuple(first), max(share, 1.0 / policy.mc_samples), tuple(x), policy.name)
+class _PosteriorSampling:
+    """Thompson-style decisions over a policy's ``_sample(x, n)`` (n posterior draws of the action
+    scores): act on the first draw; the propensity is the share of ``mc_samples`` draws whose argmax
+    is that action (floored at 1 / mc_samples). Infeasible actions are masked to -inf."""
+
+    def _check_mc_samples(self) -> None:
+        if isinstance(self.mc_samples, bool) or not isinstance(self.mc_samples, int) or self.mc_samples < 1:
+            raise InvalidInputError(f"{self.name}: mc_samples must be an int >= 1, got {self.mc_samples!r}")
+
+    def _draws(self, x, n: int) -> np.ndarray:
+        mask = np.full(N_ACTIONS, -np.inf)
+        mask[list(self._feasible(x))] = 0.0
+        return self._sample(x, n) + mask
+
+    def action_distribution(self, x, n: int = 512) -> list[float]:
+        return _share(self._draws(_check_x(x), n))
+
+    def decide(self, x, *, truth=None) -> Decision:
+        x = _check_x(x)
+        draws = self._draws(x, self.mc_samples)
+        first = draws[0].tolist()
+        i = _argmax(first, self._feasible(x))
+        share = float(np.mean(draws.argmax(axis=1) == i))
+        return Decision(i, tuple(first), max(share, 1.0 / self.mc_samples), tuple(x), self.name)
 
 
 @dataclass
-class ThompsonSampling(_MeanBandit):
+class ThompsonSampling(_PosteriorSampling, _MeanBandit):
     """Gaussian Thompson sampling: mu_a ~ N(sum_a / (n_a + 1), sigma^2 / (n_a + 1)), pick the argmax.
 
     Prior N(0, sigma^2) per action, known noise sigma (Agrawal & Goyal 2012). The propensity is the
@@ -435,24 +451,13 @@ class ThompsonSampling(_MeanBandit):
 
     def _validate(self) -> None:
         _number(self.name, "sigma", self.sigma, low=0.0, low_open=True)
-        if isinstance(self.mc_samples, bool) or not isinstance(self.mc_samples, int) or self.mc_samples < 1:
-            raise InvalidInputError(f"{self.name}: mc_samples must be an int >= 1, got {self.mc_samples!r}")
+        self._check_mc_samples()
         _seed(self.name, self.seed)
 
-    def _draws(self, x, n: int) -> np.ndarray:
-        allowed = self._feasible(x)
+    def _sample(self, x, n: int) -> np.ndarray:
         counts = np.asarray(self.counts, dtype=np.float64) + 1.0
         mean = np.asarray(self.sums) / counts
-        draws = mean + self.sigma / np.sqrt(counts) * self.rng.standard_normal((n, N_ACTIONS))
-        mask = np.full(N_ACTIONS, -np.inf)
-        mask[list(allowed)] = 0.0
-        return draws + mask
-
-    def action_distribution(self, x, n: int = 512) -> list[float]:
-        return _share(self._draws(_check_x(x), n))
-
-    def decide(self, x, *, truth=None) -> Decision:
-        return _decide_by_draws(self, _check_x(x))
+        return mean + self.sigma / np.sqrt(counts) * self.rng.standard_normal((n, N_ACTIONS))
 
 
 def _share(draws: np.ndarray) -> list[float]:
@@ -573,7 +578,7 @@ class LinUCB(_Linear):
 
 
 @dataclass
-class RiskSensitiveThompson(_Linear):
+class RiskSensitiveThompson(_PosteriorSampling, _Linear):
     """Linear Thompson sampling with a sampled false-positive risk penalty:
 
         r~_a ~ N(theta_a^T phi, v^2 phi^T A_a^-1 phi),  p~_a ~ N(rho_a^T phi, v^2 phi^T A_a^-1 phi)
@@ -594,24 +599,13 @@ class RiskSensitiveThompson(_Linear):
         super()._validate()
         _number(self.name, "v", self.v, low=0.0)
         _number(self.name, "mu", self.mu, low=0.0)
-        if isinstance(self.mc_samples, bool) or not isinstance(self.mc_samples, int) or self.mc_samples < 1:
-            raise InvalidInputError(f"{self.name}: mc_samples must be an int >= 1, got {self.mc_samples!r}")
+        self._check_mc_samples()
 
-    def _draws(self, x, n: int) -> np.ndarray:
-        allowed = self._feasible(x)
+    def _sample(self, x, n: int) -> np.ndarray:
         mean, risk, w2 = self._predict(x)
         sd = self.v * np.sqrt(np.maximum(w2, 0.0))
         z = self.rng.standard_normal((2, n, N_ACTIONS))
-        draws = mean + sd * z[0] - self.mu * np.clip(risk + sd * z[1], 0.0, 1.0) * _INJ
-        mask = np.full(N_ACTIONS, -np.inf)
-        mask[list(allowed)] = 0.0
-        return draws + mask
-
-    def action_distribution(self, x, n: int = 512) -> list[float]:
-        return _share(self._draws(_check_x(x), n))
-
-    def decide(self, x, *, truth=None) -> Decision:
-        return _decide_by_draws(self, _check_x(x))
+        return mean + sd * z[0] - self.mu * np.clip(risk + sd * z[1], 0.0, 1.0) * _INJ
 
 
 
@@ -645,9 +639,9 @@ class RSCBMC(_Linear):
     cause), ``ask_when_uncertain`` leaves ``ask_feedback`` as the only allowed action: the user
     confirms a memory that applies (it is then injected) or declines it. A family_confidence of 0
     (the lead memory belongs to another family or cause: the look-alike) and every other check
-    leave the three non-injecting actions to the learned scores, as above. At full benchmark scale this rule turns 0.6 points of replay success lost to
-    wrong abstentions into 0.2 points above LinUCB, with no hard negative injected
-    (``docs/results.md``).
+    leave the three non-injecting actions to the learned scores, as above. At full benchmark
+    scale this rule turns 0.6 points of replay success lost to wrong abstentions into 0.2 points
+    above LinUCB, with no hard negative injected (``docs/results.md``).
 
     Checks on masked features (ablations) are skipped. With ``epsilon`` > 0 the policy explores
     uniformly among the *allowed* actions (never past the override); the propensity is exact.
