@@ -105,3 +105,24 @@ def test_sampling_temperature_rises_with_each_repeat_up_to_the_cap():
         LoopOptions(max_sampling_temperature=0.5)
     with pytest.raises(InvalidInputError, match="sampling_temperature_step"):
         LoopOptions(sampling_temperature_step=-0.1)
+
+
+def test_schema_sample_values_equal_to_the_reference_column_are_not_a_leak(tmp_path):
+    """Spider dev 899: the first sample values of a column can be the reference's first rows."""
+    from repairmem.bench.datasets import load_dataset
+    from repairmem.errors import PromptLeakError
+    from repairmem.evidence import sample_values
+
+    script = {"Which student ids are there?": ("school", "SELECT id FROM student", ["SELECT id FROM students"])}
+    data = build_mini_spider(tmp_path, with_absent_db=False, script=script)
+    example = load_dataset("spider", str(data)).examples[0]
+    env = sql_repair.SqlEnvironment(example, LoopOptions())
+    samples = sample_values(example.db_path)
+    assert "student.id: 1, 2, 3" in samples            # the reference's first rows, as database content
+    prompt = f"### Sample values\n{samples}\n\nYour query failed: no such table: students"
+    assert env.audit(prompt, "q", position=0, database_texts=[samples]) == 0
+    # the same values anywhere else in the prompt are still a finding
+    with pytest.raises(PromptLeakError, match="reference column"):
+        env.audit(prompt + "\nExpected: 1, 2, 3", "q", position=0, database_texts=[samples])
+    with pytest.raises(PromptLeakError, match="reference column"):
+        env.audit(prompt, "q", position=0)

@@ -168,14 +168,18 @@ class SqlEnvironment:
         return verdict
 
     def audit(self, prompt: str, where: str, *, position: int, memories: Sequence = (),
-              own_texts: Sequence[str] = ()) -> int:
+              own_texts: Sequence[str] = (), database_texts: Sequence[str] = ()) -> int:
         """Fail closed if ``prompt`` leaks the reference; return how many memory blocks hold it anyway.
 
         Outside memory blocks: no reference SQL, and no reference row the agent has not itself
         observed in the results of its own queries. ``own_texts`` — the agent's own earlier
         answers and reflections, each produced from a prompt that passed this audit — are masked
         first: a wrong attempt such as ``... ORDER BY age DESC LIMIT 3`` may contain the reference
-        ``... ORDER BY age DESC`` as a prefix without anything having leaked. Inside memory blocks: each rendered memory must
+        ``... ORDER BY age DESC`` as a prefix without anything having leaked. ``database_texts`` — text
+        rendered from the database alone, with no access to the reference (the schema's sample
+        values) — are masked too: the first values of ``Friend.student_id`` may equal the first rows
+        of a reference ``SELECT student_id FROM Friend INTERSECT ...`` (Spider dev 899), which is the
+        database's content, not a leak. Inside memory blocks: each rendered memory must
         be provably causal (no provenance from this query, first observed before ``position``);
         then its text may coincide with the reference — Spider has paraphrased questions with the
         same reference query, so another query's verified correction can equal this one's answer.
@@ -195,7 +199,7 @@ class SqlEnvironment:
         if len(blocks) != len(memories):
             raise PromptLeakError(f"{where}: {len(blocks)} memory blocks rendered for {len(memories)} memories")
         visible = MEMORY_BLOCK.sub("<<<MEMORY>>>", prompt)
-        for text in sorted({t for t in own_texts if t}, key=len, reverse=True):
+        for text in sorted({t for t in (*own_texts, *database_texts) if t}, key=len, reverse=True):
             visible = visible.replace(text, "<<<OWN>>>")
         check_prompt(visible, reference_sql=self._example.gold_sql, reference_rows=unseen, where=where)
         return sum(bool(find_leaks(b, reference_sql=self._example.gold_sql, reference_rows=unseen)) for b in blocks)
@@ -291,7 +295,8 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
 
     def call(prompt: str, purpose: str, version: str, config: GenerationConfig, memories: Sequence = ()) -> ChatResult:
         coincide = env.audit(prompt, f"{where} step {len(attempts)} {purpose}", position=position, memories=memories,
-                             own_texts=[a.sql for a in attempts] + reflections)
+                             own_texts=[a.sql for a in attempts] + reflections,
+                             database_texts=[samples] if method.grounded else [])
         result = model.chat([Message("user", prompt)], config)
         calls.append(_Call(purpose, version, result, config, coincide))
         return result
