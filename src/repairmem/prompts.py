@@ -66,9 +66,10 @@ Return only the SQL query between <answer> and </answer> tags."""
 
 
 def prompt_version(dataset: str, kind: str, layout: str = "paper", *, grounded: bool = False) -> str:
-    """``spider-repair-v3``, ``bird-initial-v3``, ``spider-repair-v3-cache``, ``spider-repair-v3-grounded`` …
+    """``spider-repair-v3``, ``bird-initial-v3``, ``spider-repair-v3-cache``, ``spider-repair-v3-grounded2`` …
 
-    ``grounded``: the repair prompt carries observable evidence and schema sample values.
+    ``grounded``: the repair prompt carries observable evidence and schema sample values
+    (``-grounded2``: the evidence also says where a rejected table or column really is).
     """
     if dataset not in ("spider", "bird"):
         raise InvalidInputError(f"unknown dataset {dataset!r}; expected spider or bird")
@@ -78,7 +79,7 @@ def prompt_version(dataset: str, kind: str, layout: str = "paper", *, grounded: 
         raise InvalidInputError(f"unknown prompt layout {layout!r}; expected one of {LAYOUTS}")
     repair = kind == "repair"
     return (f"{dataset}-{kind}-v3" + ("-cache" if layout == "cache" and repair else "")
-            + ("-grounded" if grounded and repair else ""))
+            + ("-grounded2" if grounded and repair else ""))
 
 
 # -- untrusted text ---------------------------------------------------------------------------

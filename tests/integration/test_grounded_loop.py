@@ -8,11 +8,12 @@ from repairmem.agents import sql_repair
 from repairmem.agents.sql_repair import LoopOptions
 from repairmem.bench.runner import RunConfig, run
 from repairmem.errors import InvalidInputError
-from repairmem.evidence import literal_evidence, result_evidence
+from repairmem.evidence import identifier_evidence, literal_evidence, result_evidence
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.sqlexec import execute_readonly
 from tests.fixtures.mini_spider import ScriptedAnswerer, build_mini_spider
 
+PET_KINDS = "SELECT T2.kind FROM student AS T1 JOIN pet AS T2 ON T1.id = T2.owner_id WHERE T1.name = 'Ann'"
 REPEATS = {
     # the model answers the same wrong query three times, then the right one
     "What is the name of the oldest student?": ("school", "SELECT name FROM student ORDER BY age DESC LIMIT 1",
@@ -22,6 +23,9 @@ REPEATS = {
     "How many dogs are there?": ("school", "SELECT count(*) FROM pet WHERE kind = 'dog'",
                                  ["SELECT count(*) FROM pet WHERE kind = 'Dog'",
                                   "SELECT count(*) FROM pet WHERE kind = 'dog'"]),
+    # schema linking: the column belongs to the other table of the join
+    "Which kinds of pets does Ann own?": ("school", PET_KINDS,
+                                          [PET_KINDS.replace("T2.kind", "T1.kind"), PET_KINDS]),
 }
 
 
@@ -94,7 +98,30 @@ def test_evidence_names_the_close_value_and_only_observable_data(tmp_path):
 def test_grounded_prompts_pass_the_audit_and_carry_the_evidence(tmp_path, executions):
     records = run_methods(tmp_path, ("iterative_grounded",), executions)
     dogs = records[("iterative_grounded", "spider_dev/1")]
-    assert dogs["final_correct"] and dogs["steps"][0]["calls"][0]["prompt_version"] == "spider-repair-v3-grounded"
+    assert dogs["final_correct"] and dogs["steps"][0]["calls"][0]["prompt_version"] == "spider-repair-v3-grounded2"
+    assert records[("iterative_grounded", "spider_dev/2")]["final_correct"]
+    prompts = [json.loads(line)["request"]["messages"][-1]["content"]
+               for line in (tmp_path / "cassette.jsonl").read_text().splitlines()]
+    repair = [p for p in prompts if "Which kinds of pets" in p and "no such column: T1.kind" in p]
+    assert repair and "Columns named kind: pet.kind (in your query as T2)." in repair[0]
+
+
+def test_identifier_evidence_says_where_a_rejected_name_really_is(tmp_path):
+    db = build_mini_spider(tmp_path, with_absent_db=False) / "database" / "school" / "school.sqlite"
+    join = "FROM student AS T1 JOIN pet AS T2 ON T1.id = T2.owner_id"
+    assert identifier_evidence(db, f"SELECT T1.kind {join}", "no such column: T1.kind") == [
+        "T1 is table student, which has no column kind; its columns are id, name, age, city.",
+        "Columns named kind: pet.kind (in your query as T2)."]
+    assert identifier_evidence(db, "SELECT name FROM students", "no such table: students") == [
+        "There is no table students. Closest table names: student."]
+    assert identifier_evidence(db, "SELECT nme FROM student", "no such column: nme") == [
+        "No table has a column nme. Closest columns: student.name."]
+    assert identifier_evidence(db, f"SELECT id {join}", "ambiguous column name: id") == [
+        "id is ambiguous: student.id (in your query as T1) and pet.id (in your query as T2) both exist; "
+        "qualify it with the table or alias you mean."]
+    # other errors, and a query that ran, get nothing
+    assert identifier_evidence(db, "SELEC 1", 'near "SELEC": syntax error') == []
+    assert identifier_evidence(db, "SELECT 1", "") == []
 
 
 def test_sampling_temperature_rises_with_each_repeat_up_to_the_cap():

@@ -262,14 +262,17 @@ class InitialPrediction:
 
 
 def _observations(env: SqlEnvironment, current: _AttemptState) -> str:
-    """Observable evidence about the current attempt: its own result and its literals."""
-    from ..evidence import literal_evidence, result_evidence
+    """Observable evidence about the current attempt: its own result, its literals, the identifiers
+    the database rejected."""
+    from ..evidence import identifier_evidence, literal_evidence, result_evidence
     from ..sqlexec import ExecResult
     lines = []
     if current.ok:
         lines.append(result_evidence(ExecResult(True, current.columns, current.rows, False, None, False, 0.0)))
     if current.sql:
         lines += [check.text() for check in literal_evidence(env.db_path, current.sql)]
+    if not current.ok and current.error:
+        lines += identifier_evidence(env.db_path, current.sql, current.error)
     return "\n".join(line for line in lines if line)
 
 

@@ -3,6 +3,13 @@
 Prompts are rendered with the chat template stored in the GGUF file (``create_chat_completion``
 with the ``chat_template.default`` handler). Temperature 0 is greedy decoding.
 
+Temperature > 0 samples from the 40 most likely tokens reweighted by the temperature
+(``top_k=40, top_p=1, min_p=0``). llama-cpp-python's defaults (``top_p=0.95, min_p=0.05``) cut
+the candidates *before* the temperature is applied (its sampler chain is top-k, typical, top-p,
+min-p, temperature), so wherever the model puts more than 95 % on one token no temperature can
+pick another: on Spider, 0.5B repair calls sampled at 1.4 still copied the earlier query token for
+token. ``top_p=1`` is also what the OpenAI API means by default.
+
 KV-cache reuse: ``Llama.generate`` compares the new prompt tokens with the tokens already
 evaluated in the context (``Llama._input_ids``) and re-evaluates only the suffix after their
 longest common prefix (when the whole prompt matches, it keeps all but the last token so the
@@ -127,7 +134,7 @@ class LlamaCppModel:
                 response = llm.create_chat_completion(
                     messages=[m.to_dict() for m in messages],
                     tools=[dict(t) for t in tools] if tools else None,
-                    temperature=config.temperature,
+                    temperature=config.temperature, top_k=40, top_p=1.0, min_p=0.0,
                     seed=config.seed if config.seed is not None else self.seed,
                     max_tokens=config.max_tokens,
                     stop=list(config.stop),
