@@ -89,10 +89,11 @@ def test_token_and_call_splits():
     assert m["prompt_tokens_reflection"] == 70 and m["completion_tokens_reflection"] == 15
     assert m["tokens_reflection"] == 85 and m["cached_prompt_tokens_repair"] == 64
     assert m["tokens_total"] == 769
-    assert m["repair_tokens_per_repaired"] == pytest.approx(635.0)
+    assert m["repair_tokens_per_repaired"] == pytest.approx(635.0) and m["repair_calls_per_repaired"] == 4
     assert m["wall_s_initial"] == pytest.approx(0.75) and m["wall_s_repair"] == pytest.approx(3.3)
     assert m["wall_s_total"] == pytest.approx(4.05)
-    assert stream_metrics([rec("d", 0, ["x", "y"])])["repair_tokens_per_repaired"] is None
+    unrepaired = stream_metrics([rec("d", 0, ["x", "y"])])
+    assert unrepaired["repair_tokens_per_repaired"] is None and unrepaired["repair_calls_per_repaired"] is None
 
 
 def test_memory_retrieval_and_failure_types():

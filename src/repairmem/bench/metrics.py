@@ -21,7 +21,8 @@ stream, so they are never failures):
   database; the guard keeps it at 0), and ``caught_repeats`` = attempts the guard did not execute;
 - LLM calls and prompt / completion tokens split into the initial prediction (``initial_usage``)
   and the repair phase (every call of every step; reflection calls are repair-phase calls and are
-  also reported on their own); ``repair_tokens_per_repaired`` = repair-phase tokens / repaired;
+  also reported on their own); ``repair_tokens_per_repaired`` and ``repair_calls_per_repaired`` =
+  repair-phase tokens (calls) / repaired failures;
 - wall time: Σ ``elapsed_s`` of the calls (initial and repair), i.e. model time, not execution time;
 - memories written by polarity (``record["memory"]``) and retrieval usage (steps that retrieved,
   steps with at least one retrieved memory);
@@ -306,6 +307,7 @@ def stream_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     m["tokens_total"] = m["tokens_initial"] + m["tokens_repair"]
     m["calls_total"] = m["calls_initial"] + m["calls_repair"]
     m["repair_tokens_per_repaired"] = m["tokens_repair"] / repaired if repaired else None
+    m["repair_calls_per_repaired"] = m["calls_repair"] / repaired if repaired else None
     m["wall_s_total"] = round(m["wall_s_initial"] + m["wall_s_repair"], 6)
     # memory and retrieval
     memories = [r.get("memory") for r in records]

@@ -241,9 +241,11 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                      _count(a["tokens_initial"]),
                      _count(a["tokens_repair"]) + (f" ({_count(a['tokens_reflection'])})" if a["tokens_reflection"] else ""),
                      _count(a["tokens_total"]), _num(a["repair_tokens_per_repaired"], 0),
+                     _num(a["repair_calls_per_repaired"], 1),
                      f"{_num(a['wall_s_initial'], 1)} + {_num(a['wall_s_repair'], 1)}"])
     doc.append(("table", ["Method", "Repaired", "Steps", "Osc. %", "Osc. exec. %", "Caught", "Calls initial",
                           "Calls repair (refl.)", "Tokens initial", "Tokens repair (refl.)", "Tokens total", "Repair tokens / repaired",
+                          "Repair calls / repaired",
                           "Wall s (initial + repair)"], rows))
 
     # Table 4
