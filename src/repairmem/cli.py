@@ -388,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-workspaces", action="store_true")
     p.add_argument("--threads", type=int)
     p = command(agent, "report", cmd_agent_report, "pass@k table, per-task outcomes, steps and tokens of agent runs")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", nargs="+", help="run folders, or folders of runs; one table row per run")
 
     classify = sub.add_parser("classify", help="deterministic failure classifiers").add_subparsers(dest="classify_cmd", required=True)
     p = command(classify, "sql", cmd_classify_sql, "classify a failed SQL attempt")

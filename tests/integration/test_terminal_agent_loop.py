@@ -414,6 +414,8 @@ def test_main_functions_run_from_a_replay_spec_and_report(tmp_path, tasks_dir, c
     assert data["solved_by_pass"] == [2, 2] and data["attempts"] == 4
     assert agent_report_main(str(tmp_path), False) == 0          # a folder of runs: one row per run
     assert capsys.readouterr().out.count("| none | -- |") == 2
+    assert agent_report_main([str(tmp_path / "rec"), str(tmp_path / "cli-run")], False) == 0   # the CLI's RUN_DIR ...
+    assert capsys.readouterr().out.count("| none | -- |") == 2
 
 
 def test_bundled_suite_runs_through_the_agent(tmp_path):

@@ -946,12 +946,13 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
     return agent_report_main(out, json_out)
 
 
-def agent_report_main(run_dir: str, json_out: bool = False) -> int:
-    """``repairmem agent report RUN_DIR``: the ladder table and per-task outcomes (or JSON).
+def agent_report_main(run_dirs: str | Sequence[str], json_out: bool = False) -> int:
+    """``repairmem agent report RUN_DIR [RUN_DIR ...]``: the ladder table and per-task outcomes (or JSON).
 
-    ``RUN_DIR`` is one run folder or a folder whose sub-folders are runs (one table row each).
+    Each ``RUN_DIR`` is one run folder or a folder whose sub-folders are runs (one table row each).
     """
-    summaries = [summarize(d) for d in _run_dirs(Path(run_dir))]
+    paths = [run_dirs] if isinstance(run_dirs, str) else list(run_dirs)
+    summaries = [summarize(d) for p in paths for d in _run_dirs(Path(p))]
     if json_out:
         print(json.dumps(summaries if len(summaries) > 1 else summaries[0], indent=2, ensure_ascii=False))
     else:
