@@ -207,3 +207,17 @@ def test_load_run_rejects_what_is_not_a_run(tmp_path):
     (root / "records" / "merit-seed0.jsonl").write_text('{"example_id": "a"}\n')
     with pytest.raises(InvalidInputError, match="record lacks position"):
         load_run(root)
+
+
+def test_generations_are_grouped_by_the_temperature_of_their_repair_call():
+    def at(t):
+        return [call("reflection") | {"temperature": 0.3}, call() | {"temperature": t}]
+    sampled = rec("a", 0, ["x", "x", "y", "OK"], calls=[at(0.0), at(0.8), at(0.8)])
+    sampled["attempts"][2]["outcome"] = "EXECUTION_ERROR"        # a new query the database rejected
+    legacy = rec("b", 1, ["x", "x"])                              # calls recorded before temperatures were
+    m = stream_metrics([sampled, legacy])
+    assert m["generations_by_temperature"] == {
+        "0": {"generations": 2, "repeats": 2, "new_errors": 0, "correct": 0},
+        "0.8": {"generations": 2, "repeats": 0, "new_errors": 1, "correct": 1}}
+    mean = aggregate({0: m, 1: stream_metrics([legacy])})["mean"]["generations_by_temperature"]
+    assert mean["0"]["generations"] == 1.5 and mean["0.8"]["correct"] == 0.5

@@ -211,22 +211,46 @@ def _read_lines_loose(path: Path) -> tuple[list[dict[str, Any]], bool]:
 
 # -- one episode ---------------------------------------------------------------------------------
 
-def repeated_attempts(record: Mapping[str, Any], *, executed_only: bool = False) -> int:
-    """How many attempts repeat an earlier attempt of the same episode (normalised SQL, non-empty);
-    with ``executed_only``, among the attempts that were executed (a record without the
+def repeat_flags(record: Mapping[str, Any], *, executed_only: bool = False) -> list[bool]:
+    """Per attempt: does it repeat an earlier attempt of the same episode (normalised SQL, non-empty)?
+    With ``executed_only``, only executed attempts are compared and flagged (a record without the
     ``executed`` key predates the guard: every attempt was executed)."""
     seen: set[str] = set()
-    repeats = 0
+    flags = []
     for attempt in record["attempts"]:
-        if executed_only and not attempt.get("executed", True):
-            continue
         sql = normalize_sql(attempt.get("sql") or "")
-        if not sql:
+        if (executed_only and not attempt.get("executed", True)) or not sql:
+            flags.append(False)
             continue
-        if sql in seen:
-            repeats += 1
+        flags.append(sql in seen)
         seen.add(sql)
-    return repeats
+    return flags
+
+
+def repeated_attempts(record: Mapping[str, Any], *, executed_only: bool = False) -> int:
+    """How many attempts repeat an earlier attempt of the same episode (see ``repeat_flags``)."""
+    return sum(repeat_flags(record, executed_only=executed_only))
+
+
+def generations_by_temperature(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """Repair generations grouped by the temperature of the call that produced them.
+
+    ``{"0.8": {"generations", "repeats", "new_errors", "correct"}}``: how often a call at that
+    temperature repeated an earlier attempt, wrote a new query the database rejected, or repaired.
+    This is where a sampler that cannot leave a near-certain copy shows (issue 8).
+    """
+    out: dict[str, dict[str, int]] = {}
+    for record in records:
+        flags = repeat_flags(record)
+        for attempt, step, repeat in zip(record["attempts"][1:], record["steps"], flags[1:]):
+            repair = [c for c in step.get("calls", ()) if c.get("purpose", "repair") == "repair"]
+            key = f"{float(repair[-1].get('temperature') or 0.0) if repair else 0.0:g}"
+            row = out.setdefault(key, {"generations": 0, "repeats": 0, "new_errors": 0, "correct": 0})
+            row["generations"] += 1
+            row["repeats"] += repeat
+            row["new_errors"] += not repeat and attempt.get("outcome") == "EXECUTION_ERROR"
+            row["correct"] += attempt.get("outcome") == "CORRECT"
+    return dict(sorted(out.items(), key=lambda kv: float(kv[0])))
 
 
 def episode_oscillates(record: Mapping[str, Any]) -> bool:
@@ -255,7 +279,8 @@ def stream_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Every number of one (method, seed) stream; see the module docstring for the definitions.
 
     Scalars are ints or floats (``None`` when the denominator is 0); ``failure_types_initial`` and
-    ``failure_types_final`` map a failure type to a count.
+    ``failure_types_final`` map a failure type to a count; ``generations_by_temperature`` maps a
+    temperature to generation counts.
     """
     n = len(records)
     m: dict[str, Any] = {"n": n}
@@ -324,6 +349,7 @@ def stream_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                                   for s in r["steps"])
     m["failure_types_initial"] = _type_counts(r["attempts"][0] for r in failures if r["attempts"])
     m["failure_types_final"] = _type_counts(r["attempts"][-1] for r in records if not r["final_correct"] and r["attempts"])
+    m["generations_by_temperature"] = generations_by_temperature(records)
     return m
 
 
@@ -379,6 +405,10 @@ def aggregate(per_seed: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
     for key in ("failure_types_initial", "failure_types_final"):
         types = sorted({t for s in seeds for t in per_seed[s].get(key, {})})
         mean[key] = {t: math.fsum(per_seed[s].get(key, {}).get(t, 0) for s in seeds) / len(seeds) for t in types}
+    temps = sorted({t for s in seeds for t in per_seed[s].get("generations_by_temperature", {})}, key=float)
+    mean["generations_by_temperature"] = {
+        t: {f: math.fsum(per_seed[s].get("generations_by_temperature", {}).get(t, {}).get(f, 0) for s in seeds)
+            / len(seeds) for f in ("generations", "repeats", "new_errors", "correct")} for t in temps}
     return {"seeds": seeds, "mean": mean, "std": std}
 
 

@@ -248,6 +248,20 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                           "Repair calls / repaired",
                           "Wall s (initial + repair)"], rows))
 
+    # how sampling behaved: only when some repair call sampled
+    sampled = [x for x in methods if any(t != "0" for t in agg[x]["mean"].get("generations_by_temperature", {}))]
+    if sampled:
+        doc.append(("h2", "Repair generations by sampling temperature"))
+        doc.append(("p", "Means over seeds. Every repair generation, grouped by the temperature of the call that "
+                         "wrote it (0 = greedy): how many repeated an earlier attempt of the episode, how many were "
+                         "new queries the database rejected, how many were correct."))
+        rows = []
+        for x in sampled:
+            for t, c in agg[x]["mean"]["generations_by_temperature"].items():
+                rows.append([_name(x), t, _count(c["generations"]), _count(c["repeats"]), _count(c["new_errors"]),
+                             _count(c["correct"])])
+        doc.append(("table", ["Method", "Temperature", "Generations", "Repeats", "New, rejected", "Correct"], rows))
+
     # Table 4
     ab = m["ablations"]
     if ab["rows"]:
