@@ -139,8 +139,10 @@ _NO_COLUMN = re.compile(r"no such column: ([\w.]+)")
 _AMBIGUOUS = re.compile(r"ambiguous column name: ([\w.]+)")
 
 
-def _schema(db_path: Path, timeout_s: float) -> dict[str, list[str]]:
-    tables = execute_readonly(db_path, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+def _schema(db_path: Path, timeout_s: float, *, views: bool = True) -> dict[str, list[str]]:
+    """table (and view) name -> its columns, from the database's own catalogue, by name."""
+    kinds = "('table', 'view')" if views else "('table')"
+    tables = execute_readonly(db_path, f"SELECT name FROM sqlite_master WHERE type IN {kinds} "
                                        "AND name NOT LIKE 'sqlite_%' ORDER BY name", timeout_s=timeout_s)
     return {t: _columns_of(db_path, t, timeout_s) for (t,) in (tables.rows if tables.ok else ())}
 
@@ -157,10 +159,9 @@ def identifier_evidence(db_path, sql: str, error: str, *, timeout_s: float = 5.0
     query's own aliases; the small models this is for mostly fail at schema linking and resubmit
     the same wrong column when told only the DBMS error (issue 8: 43 of 58 failures on Spider).
     """
-    db_path = Path(db_path)
-    if not error:
+    if not error or not any(p.search(error) for p in (_NO_TABLE, _NO_COLUMN, _AMBIGUOUS)):
         return []
-    schema = _schema(db_path, timeout_s)
+    schema = _schema(Path(db_path), timeout_s)
     if m := _NO_TABLE.search(error):
         name = m.group(1).split(".")[-1]
         close = _close(name, list(schema), max_names)
@@ -200,9 +201,9 @@ def identifier_evidence(db_path, sql: str, error: str, *, timeout_s: float = 5.0
         if owners:
             lines.append(f"Columns named {column}: " + ", ".join(where(t, c) for t, c in owners[:max_names]) + ".")
         else:
-            pool = [f"{t}.{c}" for t, cols in schema.items() for c in cols]
-            close = _close(column, [p.split(".", 1)[1] for p in pool], max_names)
-            named = [p for p in pool if p.split(".", 1)[1] in close][:max_names]
+            pairs = [(t, c) for t, cols in schema.items() for c in cols]
+            close = _close(column, [c for _, c in pairs], max_names)
+            named = [f"{t}.{c}" for t, c in pairs if c in close][:max_names]
             lines.append(f"No table has a column {column}." + (f" Closest columns: {', '.join(named)}." if named else ""))
         return lines
     if m := _AMBIGUOUS.search(error):
@@ -221,11 +222,9 @@ def _quote(text: str) -> str:
 def sample_values(db_path, *, per_column: int = 3, budget_chars: int = 2400, timeout_s: float = 5.0) -> str:
     """``-- table.column: v1, v2, v3`` lines for text-like columns, cut to ``budget_chars``."""
     db_path = Path(db_path)
-    tables = execute_readonly(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' "
-                                       "AND name NOT LIKE 'sqlite_%' ORDER BY name", timeout_s=timeout_s)
     lines, used = [], 0
-    for (table,) in tables.rows if tables.ok else ():
-        for column in _columns_of(db_path, table, timeout_s):
+    for table, columns in _schema(db_path, timeout_s, views=False).items():
+        for column in columns:
             rows = execute_readonly(db_path, f'SELECT DISTINCT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL '
                                              f"LIMIT {per_column}", timeout_s=timeout_s, max_rows=per_column)
             if not rows.ok or not rows.rows:

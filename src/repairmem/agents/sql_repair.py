@@ -293,13 +293,14 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
     steps: list[dict[str, Any]] = []
     reflections: list[str] = []
     repair_version = prompt_version(options.dataset, "repair", options.layout, grounded=method.grounded)
+    shown_samples = samples if method.grounded else ""   # rendered in the prompt, masked by the audit
     calls: list[_Call] = []   # the calls of the current step
     repeats = 0
 
     def call(prompt: str, purpose: str, version: str, config: GenerationConfig, memories: Sequence = ()) -> ChatResult:
         coincide = env.audit(prompt, f"{where} step {len(attempts)} {purpose}", position=position, memories=memories,
                              own_texts=[a.sql for a in attempts] + reflections,
-                             database_texts=[samples] if method.grounded else [])
+                             database_texts=[shown_samples])
         result = model.chat([Message("user", prompt)], config)
         calls.append(_Call(purpose, version, result, config, coincide))
         return result
@@ -339,7 +340,7 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
                                status=current.verdict_outcome.value, error=current.error,
                                failure_type=current.failure_type, history=history, positives=positives,
                                negatives=negatives, reflections=reflections, evidence=example.evidence,
-                               observations=observations, samples=samples if method.grounded else "",
+                               observations=observations, samples=shown_samples,
                                layout=options.layout)
         # a model that has resubmitted once resubmits after a fresh attempt too (greedy calls after a
         # fresh attempt repeated 24 of 25 times in the 20-example probe), so sampling, once on, stays on
