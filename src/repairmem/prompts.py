@@ -129,15 +129,34 @@ class AttemptView:
     note: str = ""     # e.g. observable evidence about its own result (issue: repeat guard / evidence)
 
 
-def render_history(attempts: Sequence[AttemptView]) -> str:
+# A prompt that does not fit the model's context window is rendered again more compactly, one level
+# at a time (the loop counts the level in the call's record). A prompt that fits is never changed.
+COMPACTION_LEVELS = 3   # 1: clip earlier SQL and reflections; 2: keep attempt [0] and the last two;
+CLIP_CHARS = 300        #    3: also drop the schema's sample values
+
+
+def clip(text: str, compaction: int) -> str:
+    """``text`` as compaction level ``compaction`` shows an earlier attempt or reflection."""
+    if compaction < 1 or len(text) <= CLIP_CHARS:
+        return text
+    return f"{text[:CLIP_CHARS]} …({len(text) - CLIP_CHARS} more characters)"
+
+
+def render_history(attempts: Sequence[AttemptView], compaction: int = 0) -> str:
     if not attempts:
         return "(none)"
+    shown = list(enumerate(attempts))
     lines = []
-    for i, a in enumerate(attempts):
-        line = f"[{i}] {neutralize(a.sql)}\n    status: {a.status}" + (f"; error: {neutralize(a.error)}" if a.error else "")
+    if compaction >= 2 and len(shown) > 3:
+        shown = [shown[0], *shown[-2:]]
+    for i, a in shown:
+        line = (f"[{i}] {clip(neutralize(a.sql), compaction)}\n    status: {a.status}"
+                + (f"; error: {clip(neutralize(a.error), compaction)}" if a.error else ""))
         if a.note:
             line += "\n    " + neutralize(a.note).replace("\n", "\n    ")
         lines.append(line)
+        if i == 0 and len(shown) < len(attempts):
+            lines.append(f"[1]–[{len(attempts) - 3}] omitted so that the prompt fits the model's context window")
     return "\n".join(lines)
 
 
@@ -150,19 +169,28 @@ def initial_prompt(*, question: str, schema: str, evidence: str = "") -> str:
 
 
 def reflection_prompt(*, question: str, schema: str, history: Sequence[AttemptView], status: str, error: str,
-                      failure_type: str, evidence: str = "") -> str:
+                      failure_type: str, evidence: str = "", compaction: int = 0) -> str:
     return REFLECTION_TEMPLATE.format(schema=schema, question=question, evidence_block=_evidence_block(evidence),
-                                      history=render_history(history), status=status,
+                                      history=render_history(history, compaction), status=status,
                                       error=neutralize(error) or "(none)", failure_type=failure_type)
 
 
 def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, error: str, failure_type: str,
                   history: Sequence[AttemptView], positives: Sequence[MemoryVariant] = (),
                   negatives: Sequence[MemoryVariant] = (), reflections: Sequence[str] = (),
-                  evidence: str = "", observations: str = "", samples: str = "", layout: str = "paper") -> str:
-    """The repair prompt in either layout; every field is always present ("(none)" when empty)."""
+                  evidence: str = "", observations: str = "", samples: str = "", layout: str = "paper",
+                  compaction: int = 0) -> str:
+    """The repair prompt in either layout; every field is always present ("(none)" when empty).
+
+    ``compaction`` (0 to ``COMPACTION_LEVELS``) shortens the history, the reflections and then the
+    sample values, for a prompt that did not fit the model's context window.
+    """
     if layout not in LAYOUTS:
         raise InvalidInputError(f"unknown prompt layout {layout!r}; expected one of {LAYOUTS}")
+    if compaction >= 2:
+        reflections = reflections[-2:]
+    if compaction >= 3:
+        samples = ""
     sections = {
         "schema": f"### Database schema\n{schema}" + (f"\n\n### Sample values\n{samples}" if samples else "")
                   + _evidence_block(evidence).rstrip("\n"),
@@ -170,11 +198,13 @@ def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, 
         "current": (f"### Current SQL\n{neutralize(current_sql)}\n\n### Current feedback\nStatus: {status}\n"
                     f"DBMS error: {neutralize(error) or '(none)'}\nPredicted failure type: {failure_type}"
                     + (f"\n{neutralize(observations)}" if observations else "")),
-        "history": f"### Attempt history (every query below was observed to be incorrect)\n{render_history(history)}",
+        "history": ("### Attempt history (every query below was observed to be incorrect)\n"
+                    + render_history(history, compaction)),
         "positive": f"### CONFIRMED SUCCESSFUL REPAIR DIRECTIONS\n{render_memories(positives)}",
         "negative": f"### OBSERVED FAILED DIRECTIONS\n{render_memories(negatives, start=len(positives) + 1)}",
         "reflections": "### LOCAL REFLECTIONS FROM THIS EPISODE\n"
-                       + ("\n".join(f"- {neutralize(r)}" for r in reflections) if reflections else "(none)"),
+                       + ("\n".join(f"- {clip(neutralize(r), compaction)}" for r in reflections)
+                          if reflections else "(none)"),
     }
     order = (("question", "schema", "current", "history", "positive", "negative", "reflections") if layout == "paper"
              else ("schema", "question", "history", "positive", "negative", "reflections", "current"))

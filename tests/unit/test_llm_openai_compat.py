@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from repairmem.llm import GenerationConfig, Message, ModelResponseError, ModelUnreachableError  # noqa: E402
+from repairmem.llm import ContextWindowError, GenerationConfig, Message, ModelResponseError, ModelUnreachableError  # noqa: E402
 from repairmem.llm.openai_compat import OpenAICompatModel  # noqa: E402
 
 MSGS = [Message("system", "You write SQLite."), Message("user", "How many singers?")]
@@ -20,7 +20,8 @@ TOOLS = [{"type": "function", "function": {"name": "run_sql", "description": "ru
 
 
 class FakeServer:
-    """Answers POST /v1/chat/completions; ``script`` is a list of statuses to return first (then 200)."""
+    """Answers POST /v1/chat/completions; ``script`` is a list of statuses (or (status, message)) to
+    return first (then 200)."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
@@ -42,7 +43,8 @@ class FakeServer:
                     return self._send(404, {"error": "not found"})
                 if outer.script:
                     status = outer.script.pop(0)
-                    return self._send(status, {"error": {"message": f"scripted {status}"}},
+                    status, text = status if isinstance(status, tuple) else (status, f"scripted {status}")
+                    return self._send(status, {"error": {"message": text}},
                                       {"Retry-After": "0"} if status == 429 else {})
                 message = {"role": "assistant", "content": "SELECT count(*) FROM singer"}
                 finish = "stop"
@@ -149,6 +151,15 @@ def test_gives_up_after_bounded_retries(server):
         with pytest.raises(ModelResponseError, match="503") as info:
             model.chat(MSGS)
     assert info.value.status == 503 and len(server.requests) == 3
+
+
+def test_prompt_over_the_context_is_a_context_window_error(server):
+    # llama.cpp server's wording; a caller can shorten the prompt, so it is not a generic 400
+    server.script = [(400, "the request exceeds the available context size, try increasing it")]
+    with make(server, max_retries=3) as model:
+        with pytest.raises(ContextWindowError, match="context size"):
+            model.chat(MSGS)
+    assert len(server.requests) == 1
 
 
 def test_client_error_is_not_retried(server):

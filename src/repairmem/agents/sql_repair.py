@@ -26,10 +26,10 @@ from ..bench.datasets import Example
 from ..bench.scoring import Verdict, score_bird, score_spider
 from ..classify.sql import classify_sql
 from ..errors import InvalidInputError
-from ..llm.protocol import ChatModel, ChatResult, GenerationConfig, Message
+from ..llm.protocol import ChatModel, ChatResult, ContextWindowError, GenerationConfig, Message
 from ..errors import PromptLeakError
 from ..prompt_audit import check_prompt, find_leaks
-from ..prompts import AttemptView, prompt_version, reflection_prompt, repair_prompt
+from ..prompts import CLIP_CHARS, COMPACTION_LEVELS, AttemptView, prompt_version, reflection_prompt, repair_prompt
 from ..prompts import MEMORY_BLOCK, extract_sql
 from ..retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig, RetrievalQuery, retrieve
 from ..sqlexec import execute_readonly
@@ -212,10 +212,12 @@ class _Call:
     result: ChatResult
     config: GenerationConfig
     memories_equal_to_reference: int = 0
+    compaction: int = 0
 
     def record(self) -> dict[str, Any]:
         u = self.result.usage
-        return {"purpose": self.purpose, "prompt_version": self.version, "prompt_tokens": u.prompt_tokens,
+        # the key is written only when used, so records of prompts that fit are as they always were
+        return ({"compaction": self.compaction} if self.compaction else {}) | {"purpose": self.purpose, "prompt_version": self.version, "prompt_tokens": u.prompt_tokens,
                 "completion_tokens": u.completion_tokens, "cached_prompt_tokens": u.cached_prompt_tokens,
                 "elapsed_s": round(self.result.elapsed_s, 4), "finish_reason": self.result.finish_reason,
                 "temperature": self.config.temperature, "seed": self.config.seed,
@@ -297,13 +299,25 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
     calls: list[_Call] = []   # the calls of the current step
     repeats = 0
 
-    def call(prompt: str, purpose: str, version: str, config: GenerationConfig, memories: Sequence = ()) -> ChatResult:
-        coincide = env.audit(prompt, f"{where} step {len(attempts)} {purpose}", position=position, memories=memories,
-                             own_texts=[a.sql for a in attempts] + reflections,
-                             database_texts=[shown_samples])
-        result = model.chat([Message("user", prompt)], config)
-        calls.append(_Call(purpose, version, result, config, coincide))
-        return result
+    def call(render, purpose: str, version: str, config: GenerationConfig, memories: Sequence = ()) -> ChatResult:
+        """Audit and send ``render(compaction)``, compacting one level further each time it does not fit."""
+        own = [a.sql for a in attempts] + reflections
+        for compaction in range(COMPACTION_LEVELS + 1):
+            prompt = render(compaction)
+            coincide = env.audit(prompt, f"{where} step {len(attempts)} {purpose}", position=position,
+                                 memories=memories, own_texts=own + [t[:CLIP_CHARS] for t in own],
+                                 database_texts=[shown_samples])
+            try:
+                result = model.chat([Message("user", prompt)], config)
+            except ContextWindowError as exc:
+                if compaction == COMPACTION_LEVELS:
+                    raise ContextWindowError(f"{where} step {len(attempts)} {purpose}: even the most compact "
+                                             f"prompt does not fit the model's context window ({exc})",
+                                             exc.prompt_tokens, exc.limit) from None
+                continue
+            calls.append(_Call(purpose, version, result, config, coincide, compaction))
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
 
     while (method.repair and attempts[-1].verdict_outcome is not Outcome.CORRECT
            and len(attempts) <= options.budget):
@@ -327,26 +341,28 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
         history = [a.view(method.grounded) for a in attempts]
         greedy = options.generation()
         if method.reflections:
-            text = call(reflection_prompt(question=example.question, schema=schema, history=history,
-                                          status=current.verdict_outcome.value, error=current.error,
-                                          failure_type=current.failure_type, evidence=example.evidence),
-                        "reflection", prompt_version(options.dataset, "reflection"), greedy).text
+            text = call(lambda compaction: reflection_prompt(
+                question=example.question, schema=schema, history=history, status=current.verdict_outcome.value,
+                error=current.error, failure_type=current.failure_type, evidence=example.evidence,
+                compaction=compaction), "reflection", prompt_version(options.dataset, "reflection"), greedy).text
             reflections.append(" ".join(text.split())[:600])
         observations = _observations(env, current) if method.grounded else ""
         if method.grounded and current.repeat_of is not None:
             observations = (f"Your last answer repeated attempt [{current.repeat_of}] exactly, so it was not run "
                             "again. Write a query that differs from every attempt above.\n" + observations)
-        prompt = repair_prompt(question=example.question, schema=schema, current_sql=current.sql,
-                               status=current.verdict_outcome.value, error=current.error,
-                               failure_type=current.failure_type, history=history, positives=positives,
-                               negatives=negatives, reflections=reflections, evidence=example.evidence,
-                               observations=observations, samples=shown_samples,
-                               layout=options.layout)
+
+        def render_repair(compaction: int) -> str:
+            return repair_prompt(question=example.question, schema=schema, current_sql=current.sql,
+                                 status=current.verdict_outcome.value, error=current.error,
+                                 failure_type=current.failure_type, history=history, positives=positives,
+                                 negatives=negatives, reflections=reflections, evidence=example.evidence,
+                                 observations=observations, samples=shown_samples, layout=options.layout,
+                                 compaction=compaction)
         # a model that has resubmitted once resubmits after a fresh attempt too (greedy calls after a
         # fresh attempt repeated 24 of 25 times in the 20-example probe), so sampling, once on, stays on
         sampling = method.grounded and repeats >= options.repeats_before_sampling
         config = options.sampling(query_id, len(attempts), repeats) if sampling else greedy
-        answer = call(prompt, "repair", repair_version, config, (*positives, *negatives))
+        answer = call(render_repair, "repair", repair_version, config, (*positives, *negatives))
         sql = extract_sql(answer.text)
         norm = normalize_sql(sql) if sql else None
         earlier = next((i for i, a in enumerate(attempts) if a.sql and normalize_sql(a.sql) == norm), None)

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import InvalidInputError
-from .protocol import (DEFAULT_CONFIG, ChatResult, GenerationConfig, Message, ModelUnavailableError, ToolCall,
-                       Usage)
+from .protocol import (DEFAULT_CONFIG, ChatResult, ContextWindowError, GenerationConfig, Message,
+                       ModelUnavailableError, ToolCall, Usage)
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 _FENCED_JSON = re.compile(r"^(?:```(?:json)?\s*)?(\{.*\})(?:\s*```)?$", re.DOTALL)
@@ -86,12 +86,15 @@ def parse_tool_calls(text: str, tool_names: Sequence[str] = ()) -> tuple[ToolCal
     return tuple(calls)
 
 
+_CONTEXT_OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
+
+
 class LlamaCppModel:
     """A ``ChatModel`` running a GGUF model in-process.
 
     ``seed`` is the sampling seed when ``GenerationConfig.seed`` is None (irrelevant at
     temperature 0). ``name`` defaults to ``llama:<file name>``. ``n_ctx`` bounds prompt +
-    completion; a prompt that does not fit raises ``InvalidInputError`` naming the model.
+    completion; a prompt that does not fit raises ``ContextWindowError`` naming the model.
     """
 
     def __init__(self, model_path: str | os.PathLike[str], n_ctx: int = 4096, n_threads: int = 2, seed: int = 0,
@@ -140,6 +143,10 @@ class LlamaCppModel:
                     stop=list(config.stop),
                 )
             except ValueError as exc:  # prompt longer than n_ctx, template refusing the messages
+                too_long = _CONTEXT_OVERFLOW.search(str(exc))
+                if too_long:
+                    raise ContextWindowError(f"{self.name} ({self.model_path.name}): {exc}",
+                                             int(too_long.group(1)), int(too_long.group(2))) from None
                 raise InvalidInputError(f"{self.name} ({self.model_path.name}): {exc}") from None
             elapsed = time.perf_counter() - start
             usage = response["usage"]

@@ -13,15 +13,19 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import threading
 import time
 from typing import Any, Callable, Sequence
 
 from ..errors import InvalidInputError
-from .protocol import (DEFAULT_CONFIG, ChatResult, GenerationConfig, Message, ModelResponseError,
+from .protocol import (DEFAULT_CONFIG, ChatResult, ContextWindowError, GenerationConfig, Message, ModelResponseError,
                        ModelUnavailableError, ModelUnreachableError, ToolCall, Usage)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# how servers word a prompt longer than the context: llama.cpp server ("exceeds the available context
+# size"), vLLM and OpenAI ("maximum context length")
+_CONTEXT_OVERFLOW = re.compile(r"context (size|length|window)", re.IGNORECASE)
 
 
 def _import_httpx():
@@ -126,6 +130,8 @@ class OpenAICompatModel:
                     return self._result(response, start)
                 body = response.text[:300]
                 last_problem = f"HTTP {response.status_code}: {body}"
+                if response.status_code == 400 and _CONTEXT_OVERFLOW.search(body):
+                    raise ContextWindowError(f"{self.url} answered {last_problem}")
                 if response.status_code not in RETRY_STATUSES and response.status_code < 500:
                     raise ModelResponseError(f"{self.url} answered {last_problem}", response.status_code)
                 if attempt == self.max_retries:

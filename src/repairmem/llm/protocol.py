@@ -53,6 +53,16 @@ class ModelResponseError(LLMError):
         self.status = status
 
 
+class ContextWindowError(LLMError, InvalidInputError):
+    """The prompt does not fit the model's context window. Nothing was generated, so the caller may
+    render a shorter prompt and ask again; ``prompt_tokens`` and ``limit`` are set when known."""
+
+    def __init__(self, message: str, prompt_tokens: int | None = None, limit: int | None = None) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.limit = limit
+
+
 class ReplayMissError(LLMError):
     """A replayed request has no recording in the cassette; never answered with a guess."""
 
