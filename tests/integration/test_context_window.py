@@ -6,6 +6,7 @@ import json
 import pytest
 
 from repairmem.agents.sql_repair import LoopOptions
+from repairmem.bench.report import write_report
 from repairmem.bench.runner import RunConfig, run
 from repairmem.llm.protocol import ContextWindowError
 from repairmem.prompts import AttemptView, render_history
@@ -62,6 +63,9 @@ def test_prompt_over_the_window_is_compacted_and_the_episode_goes_on(tmp_path):
     assert "more characters)" in compacted and f"### Current SQL\n{LONG[2]}\n" in compacted
     # a prompt that fits is sent as it always was
     assert model.sent[:3] == unlimited.sent[:3]
+    # the report says how many prompts were compacted
+    report = write_report(tmp_path / "b" / "out", bootstrap=10).markdown.read_text()
+    assert "see docs/design.md): Iterative 1." in report
 
 
 def test_a_window_nothing_fits_is_a_clear_error_and_no_partial_record(tmp_path):

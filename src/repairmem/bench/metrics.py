@@ -324,6 +324,7 @@ def stream_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         prompt_tokens_reflection=total(reflection, "prompt_tokens"),
         completion_tokens_reflection=total(reflection, "completion_tokens"),
         cached_prompt_tokens_repair=total(calls, "cached_prompt_tokens"),
+        compacted_calls=sum(1 for c in calls if c.get("compaction")),
         wall_s_initial=seconds(usage), wall_s_repair=seconds(calls),
     )
     m["tokens_initial"] = m["prompt_tokens_initial"] + m["completion_tokens_initial"]

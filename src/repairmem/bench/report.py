@@ -247,6 +247,12 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                           "Calls repair (refl.)", "Tokens initial", "Tokens repair (refl.)", "Tokens total", "Repair tokens / repaired",
                           "Repair calls / repaired",
                           "Wall s (initial + repair)"], rows))
+    compacted = [x for x in methods if agg[x]["mean"].get("compacted_calls")]
+    if compacted:
+        doc.append(("p", "Repair-phase calls whose prompt was compacted to fit the model's context window (earlier "
+                         "attempts clipped or left out; see docs/design.md): "
+                         + "; ".join(f"{method_label(x)} {_count(agg[x]['mean']['compacted_calls'])}"
+                                     for x in compacted) + "."))
 
     # how sampling behaved: only when some repair call sampled
     sampled = [x for x in methods if any(t != "0" for t in agg[x]["mean"].get("generations_by_temperature", {}))]
