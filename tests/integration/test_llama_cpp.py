@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repairmem.llm import (GenerationConfig, Message, ModelUnavailableError, RecordingModel, ReplayModel,
+from repairmem.llm import (ContextWindowError, GenerationConfig, Message, ModelUnavailableError, RecordingModel, ReplayModel,
                            resolve_model)
 from repairmem.llm.models import find_gguf
 
@@ -51,6 +51,20 @@ def test_shared_prefix_is_reused_from_kv_cache(model):
     assert a.usage.prompt_tokens > 100
 
 
+def test_alternating_prompt_families_reuse_their_own_prefix_from_ram(model):
+    # Reflexion alternates a reflection prompt and a repair prompt: the live context holds the other
+    # family's prompt, and the state saved after the earlier call of the same family is restored
+    reviewer = Message("system", "You review SQLite queries written by someone else.\n" + SCHEMA)
+    question = Message("user", "What is the average age of all singers?")
+    model.chat([SYSTEM, Message("user", "List the names of singers from France.")], CONFIG)
+    model.chat([reviewer, Message("user", "Is SELECT name FROM singer right?")], CONFIG)
+    restored = model.chat([SYSTEM, question], CONFIG)
+    assert restored.usage.cached_prompt_tokens > 100
+    model.reset()
+    fresh = model.chat([SYSTEM, question], CONFIG)
+    assert fresh.usage.cached_prompt_tokens == 0 and fresh.text == restored.text
+
+
 def test_recorded_real_call_replays(model, tmp_path):
     messages = [SYSTEM, Message("user", "Show the names of all stadiums.")]
     live = RecordingModel(model, tmp_path / "c.jsonl").chat(messages, CONFIG)
@@ -58,9 +72,9 @@ def test_recorded_real_call_replays(model, tmp_path):
     assert (replayed.text, replayed.usage, replayed.model) == (live.text, live.usage, live.model)
 
 
-def test_prompt_longer_than_context_is_a_clear_error(model):
-    from repairmem.errors import InvalidInputError
-    with pytest.raises(InvalidInputError, match="context window"):
+def test_prompt_longer_than_context_is_a_context_window_error(model):
+    with pytest.raises(ContextWindowError, match="context window") as info:
         model.chat([Message("user", "SELECT 1; " * 2000)], CONFIG)
+    assert info.value.limit == 2048 and info.value.prompt_tokens > 2048
     # the model still answers afterwards
     assert model.chat([SYSTEM, Message("user", "How many albums are there?")], CONFIG).usage.completion_tokens > 0

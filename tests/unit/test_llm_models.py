@@ -59,6 +59,12 @@ def test_resolve_llama_path_that_does_not_exist(tmp_path):
         resolve_model(f"llama:{tmp_path / 'nope.gguf'}")
 
 
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "512"])
+def test_prompt_cache_size_is_validated_before_loading(tmp_path, bad):
+    with pytest.raises(InvalidInputError, match="prompt_cache_mb"):
+        resolve_model(f"llama:{tmp_path / 'nope.gguf'}", prompt_cache_mb=bad)
+
+
 # ----------------------------------------------------------------------------- assembly
 
 

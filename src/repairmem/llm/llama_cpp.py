@@ -15,9 +15,14 @@ evaluated in the context (``Llama._input_ids``) and re-evaluates only the suffix
 longest common prefix (when the whole prompt matches, it keeps all but the last token so the
 logits are fresh). This backend keeps one ``Llama`` per model and never resets it between
 calls, so consecutive calls sharing a prefix (system prompt, schema, question) only pay for the
-new tokens. ``Usage.cached_prompt_tokens`` reports that reused length, computed from the tokens
-in the context before the call and the prompt tokens of the call. ``reset()`` drops the cache
-(for benchmarks). Calls are serialised by a lock: one context is not thread-safe.
+new tokens. One context remembers one prompt, though, and loops that alternate two prompt
+families (Reflexion's reflection and repair calls) would re-evaluate every prompt whole. So the
+backend also keeps the KV states of its last calls in RAM (``prompt_cache_mb``, llama-cpp-python's
+``LlamaRAMCache``) and restores the one sharing the longest prefix with a new prompt when it beats
+the live context. ``Usage.cached_prompt_tokens`` reports the reused length, computed from the
+tokens of the live context or of the restored state and the prompt tokens of the call.
+``reset()`` drops both (for benchmarks). Calls are serialised by a lock: one context is not
+thread-safe.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
+
+import numpy as np
 
 from ..errors import InvalidInputError
 from .protocol import (DEFAULT_CONFIG, ChatResult, ContextWindowError, GenerationConfig, Message,
@@ -86,6 +93,20 @@ def parse_tool_calls(text: str, tool_names: Sequence[str] = ()) -> tuple[ToolCal
     return tuple(calls)
 
 
+def _state_cache(capacity_bytes: int):
+    """A ``LlamaRAMCache`` that remembers its last lookup (to report the reused prefix)."""
+    from llama_cpp.llama_cache import LlamaRAMCache
+
+    class StateCache(LlamaRAMCache):
+        last_hit = None
+
+        def __getitem__(self, key):
+            self.last_hit = super().__getitem__(key)
+            return self.last_hit
+
+    return StateCache(capacity_bytes)
+
+
 _CONTEXT_OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
@@ -98,7 +119,9 @@ class LlamaCppModel:
     """
 
     def __init__(self, model_path: str | os.PathLike[str], n_ctx: int = 4096, n_threads: int = 2, seed: int = 0,
-                 verbose: bool = False, *, name: str | None = None) -> None:
+                 verbose: bool = False, *, name: str | None = None, prompt_cache_mb: int = 512) -> None:
+        if isinstance(prompt_cache_mb, bool) or not isinstance(prompt_cache_mb, int) or prompt_cache_mb < 0:
+            raise InvalidInputError(f"prompt_cache_mb must be an int >= 0 (0: no RAM cache), got {prompt_cache_mb!r}")
         llama_cpp = import_llama_cpp()
         path = Path(model_path)
         if not path.is_file():
@@ -112,6 +135,13 @@ class LlamaCppModel:
         # Use the GGUF's own template even when llama-cpp-python guesses a built-in format for it.
         if "tokenizer.chat_template" in self._llm.metadata:
             self._llm.chat_format = "chat_template.default"
+        # Logits rows are read only for logprobs and stopping criteria, which this backend never asks
+        # for, yet save_state copies all n_batch of them (311 MB for Qwen2.5) into every cached state;
+        # one row keeps load_state's broadcast working.
+        self._llm.scores = np.zeros((1, self._llm.n_vocab()), dtype=np.single)
+        self.prompt_cache_mb = prompt_cache_mb
+        self._cache = _state_cache(prompt_cache_mb << 20) if prompt_cache_mb else None
+        self._llm.set_cache(self._cache)
 
     @property
     def llama(self) -> Any:
@@ -119,9 +149,11 @@ class LlamaCppModel:
         return self._llm
 
     def reset(self) -> None:
-        """Forget the evaluated tokens: the next call re-evaluates its whole prompt."""
+        """Forget the evaluated tokens and the cached states: the next call re-evaluates its whole prompt."""
         with self._lock:
             self._llm.reset()
+            self._cache = _state_cache(self._cache.capacity_bytes) if self._cache is not None else None
+            self._llm.set_cache(self._cache)
 
     def close(self) -> None:
         with self._lock:
@@ -132,6 +164,8 @@ class LlamaCppModel:
         with self._lock:
             llm = self._llm
             before = llm.input_ids[: llm.n_tokens].tolist()
+            if self._cache is not None:
+                self._cache.last_hit = None
             start = time.perf_counter()
             try:
                 response = llm.create_chat_completion(
@@ -153,7 +187,12 @@ class LlamaCppModel:
             n_prompt = int(usage["prompt_tokens"])
             # After the call the context starts with this call's prompt tokens.
             prompt = llm.input_ids[:n_prompt].tolist()
+            hit = self._cache.last_hit if self._cache is not None else None
         cached = common_prefix_len(before, prompt)
+        # the condition under which _create_completion restored the state (it compares all of the
+        # state's input_ids); the restored context then holds only its first n_tokens
+        if hit is not None and common_prefix_len(hit.input_ids.tolist(), prompt) > cached:
+            cached = common_prefix_len(hit.input_ids[: hit.n_tokens].tolist(), prompt)
         if cached >= n_prompt:  # generate() re-evaluates the last prompt token when all of it matches
             cached = max(0, n_prompt - 1)
         choice = response["choices"][0]
