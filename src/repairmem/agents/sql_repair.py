@@ -216,12 +216,14 @@ class _Call:
 
     def record(self) -> dict[str, Any]:
         u = self.result.usage
-        # the key is written only when used, so records of prompts that fit are as they always were
-        return ({"compaction": self.compaction} if self.compaction else {}) | {"purpose": self.purpose, "prompt_version": self.version, "prompt_tokens": u.prompt_tokens,
-                "completion_tokens": u.completion_tokens, "cached_prompt_tokens": u.cached_prompt_tokens,
-                "elapsed_s": round(self.result.elapsed_s, 4), "finish_reason": self.result.finish_reason,
-                "temperature": self.config.temperature, "seed": self.config.seed,
-                "memories_equal_to_reference": self.memories_equal_to_reference}
+        record = {"purpose": self.purpose, "prompt_version": self.version, "prompt_tokens": u.prompt_tokens,
+                  "completion_tokens": u.completion_tokens, "cached_prompt_tokens": u.cached_prompt_tokens,
+                  "elapsed_s": round(self.result.elapsed_s, 4), "finish_reason": self.result.finish_reason,
+                  "temperature": self.config.temperature, "seed": self.config.seed,
+                  "memories_equal_to_reference": self.memories_equal_to_reference}
+        if self.compaction:   # written only when used: records of prompts that fit stay as they were
+            record["compaction"] = self.compaction
+        return record
 
 
 @dataclass

@@ -13,14 +13,13 @@ lazily, so importing this package needs neither llama-cpp-python nor httpx.
 
 from .models import TIERS, assemble_chunks, find_gguf, parse_spec, resolve_model
 from .protocol import (CallCounter, CallStats, ChatModel, ChatResult, ContextWindowError, GenerationConfig,
-                       LLMError, Message,
-                       ModelIntegrityError, ModelResponseError, ModelUnavailableError, ModelUnreachableError,
-                       ReplayMissError, ToolCall, Usage, request_key)
+                       LLMError, Message, ModelIntegrityError, ModelResponseError, ModelUnavailableError,
+                       ModelUnreachableError, ReplayMissError, ToolCall, Usage, request_key)
 from .replay import RecordingModel, ReplayModel, write_cassette
 
 __all__ = [
-    "CallCounter", "CallStats", "ChatModel", "ChatResult", "ContextWindowError", "GenerationConfig", "LLMError", "Message",
-    "ModelIntegrityError", "ModelResponseError", "ModelUnavailableError", "ModelUnreachableError",
+    "CallCounter", "CallStats", "ChatModel", "ChatResult", "ContextWindowError", "GenerationConfig", "LLMError",
+    "Message", "ModelIntegrityError", "ModelResponseError", "ModelUnavailableError", "ModelUnreachableError",
     "RecordingModel", "ReplayMissError", "ReplayModel", "TIERS", "ToolCall", "Usage", "assemble_chunks",
     "find_gguf", "parse_spec", "request_key", "resolve_model", "write_cassette",
 ]

@@ -19,8 +19,8 @@ import time
 from typing import Any, Callable, Sequence
 
 from ..errors import InvalidInputError
-from .protocol import (DEFAULT_CONFIG, ChatResult, ContextWindowError, GenerationConfig, Message, ModelResponseError,
-                       ModelUnavailableError, ModelUnreachableError, ToolCall, Usage)
+from .protocol import (DEFAULT_CONFIG, ChatResult, ContextWindowError, GenerationConfig, Message,
+                       ModelResponseError, ModelUnavailableError, ModelUnreachableError, ToolCall, Usage)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # how servers word a prompt longer than the context: llama.cpp server ("exceeds the available context
