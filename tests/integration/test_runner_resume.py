@@ -119,3 +119,23 @@ def test_resume_refuses_another_configuration_and_a_second_run_without_resume(tm
     other = RunConfig("spider", str(data), ("iterative",), (0,), model="replay:x", options=LoopOptions(budget=2))
     with pytest.raises(InvalidInputError, match="another configuration"):
         run(other, tmp_path / "out", resume=True, model=ReplayModel(cassette), show_progress=False, log=lambda s: None)
+
+
+def test_a_resumed_run_counts_its_recorded_episodes_as_done(tmp_path, capsys):
+    data = build_mini_spider(tmp_path / "spider")
+    cassette = tmp_path / "cassette.jsonl"
+    config = RunConfig("spider", str(data), ("iterative",), (0,), model="replay:x", options=LoopOptions(budget=1))
+    out = run(config, tmp_path / "out", model=RecordingModel(ScriptedAnswerer(), cassette), show_progress=False,
+              log=lambda s: None)
+    records = out / "records" / "iterative-seed0.jsonl"
+    lines = records.read_text().splitlines(keepends=True)
+    total, kept = len(lines), len(lines) - 2
+    records.write_text("".join(lines[:kept]))   # as if killed two episodes before the end
+    capsys.readouterr()
+    run(config, out, resume=True, model=ReplayModel(cassette), log=lambda s: None)
+    shown = [s for s in capsys.readouterr().err.split("\r") if s.strip()]
+    initial = [s for s in shown if s.startswith("initial predictions:")]
+    assert initial[-1].startswith(f"initial predictions: {total}/{total} episodes, ETA unknown")   # all cached
+    repair = [s.strip() for s in shown if s.startswith("repair:")]
+    assert [s.split(",")[0] for s in repair] == [f"repair: {n}/{total} episodes" for n in (kept, kept + 1, total)]
+    assert "ETA unknown" in repair[0] and "ETA 0.0 min" in repair[-1]

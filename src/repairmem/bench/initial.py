@@ -55,17 +55,19 @@ def append_jsonl(path: Path, record: dict) -> None:
 
 def initial_predictions(examples: Iterable[Example], schemas: dict[str, str], model: ChatModel, *,
                         options: LoopOptions, cache_path: Path,
-                        progress: Callable[[int, int], None] | None = None) -> dict[str, InitialPrediction]:
+                        progress: Callable[[bool], None] | None = None) -> dict[str, InitialPrediction]:
+    """Predict (or read from ``cache_path``) each example's first query; ``progress(cached)`` after each."""
     examples = list(examples)
     version = prompt_version(options.dataset, "initial")
     config = options.generation()
     cached = {line["example_id"]: line for line in read_jsonl_lines(cache_path)}
     out: dict[str, InitialPrediction] = {}
-    for n, ex in enumerate(examples, 1):
+    for ex in examples:
         prompt = initial_prompt(question=ex.question, schema=schemas[ex.db_id], evidence=ex.evidence)
         key = cache_key(model.name, version, config.to_dict(), prompt)
         line = cached.get(ex.example_id)
-        if line is None or line["key"] != key:
+        from_cache = line is not None and line["key"] == key
+        if not from_cache:
             SqlEnvironment(ex, options).audit(prompt, f"{ex.example_id} initial", position=0)
             result = model.chat([Message("user", prompt)], config)
             line = {"example_id": ex.example_id, "key": key, "model": model.name, "prompt_version": version,
@@ -76,5 +78,5 @@ def initial_predictions(examples: Iterable[Example], schemas: dict[str, str], mo
             append_jsonl(cache_path, line)
         out[ex.example_id] = InitialPrediction(line["sql"], line["text"], line["usage"])
         if progress:
-            progress(n, len(examples))
+            progress(from_cache)
     return out

@@ -71,13 +71,24 @@ def stream_order(dataset: Dataset, seed: int) -> list:
 
 
 class Progress:
-    """One stderr line with done/total, ETA, calls/s and tokens/s (thread-safe)."""
+    """One stderr line with done/total, ETA, calls/s and tokens/s (thread-safe).
+
+    Episodes a resumed run finds already recorded count as done but not towards the rates, so the
+    ETA of a resumed run is the remaining work at this process's own pace.
+    """
 
     def __init__(self, total: int, label: str, enabled: bool = True) -> None:
         self.total, self.label, self.enabled = total, label, enabled
-        self.done = self.calls = self.tokens = 0
+        self.done = self.resumed = self.calls = self.tokens = 0
         self.start = time.monotonic()
         self.lock = threading.Lock()
+
+    def skip(self, n: int = 1) -> None:
+        """Count ``n`` episodes finished by an earlier process."""
+        with self.lock:
+            self.done += n
+            self.resumed += n
+            self._show()
 
     def add(self, record: dict[str, Any]) -> None:
         with self.lock:
@@ -87,15 +98,20 @@ class Progress:
                     self.tokens += c["prompt_tokens"] + c["completion_tokens"]
         self.tick()
 
-    def tick(self, *_: Any) -> None:
+    def tick(self) -> None:
         with self.lock:
             self.done += 1
-            if self.enabled:
-                elapsed = max(time.monotonic() - self.start, 1e-9)
-                eta = elapsed / self.done * (self.total - self.done)
-                print(f"\r{self.label}: {self.done}/{self.total} episodes, ETA {eta / 60:.1f} min, "
-                      f"{self.calls / elapsed:.2f} calls/s, {self.tokens / elapsed:.0f} tokens/s",
-                      end="", file=sys.stderr, flush=True)
+            self._show()
+
+    def _show(self) -> None:
+        if not self.enabled:
+            return
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        fresh = self.done - self.resumed
+        eta = f"{elapsed / fresh * (self.total - self.done) / 60:.1f} min" if fresh else "unknown"
+        print(f"\r{self.label}: {self.done}/{self.total} episodes, ETA {eta}, "
+              f"{self.calls / elapsed:.2f} calls/s, {self.tokens / elapsed:.0f} tokens/s",
+              end="", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.enabled:
@@ -133,6 +149,8 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
     records_path.parent.mkdir(parents=True, exist_ok=True)
     order = stream_order(dataset, seed)
     done = read_jsonl_lines(records_path)
+    if progress:
+        progress.skip(len(done))
     run_id = f"{method.name}-seed{seed}"
     store = index = None
     if method.uses_memory:
@@ -188,7 +206,8 @@ def run(config: RunConfig, out: Path, *, resume: bool = False, jobs: int = 1, mo
         encoder = resolve_encoder(config.encoder)
     first = Progress(len(dataset.examples), "initial predictions", show_progress)
     initial = initial_predictions(dataset.examples, dict(dataset.schemas), model, options=config.options,
-                                  cache_path=out / "initial.jsonl", progress=first.tick)
+                                  cache_path=out / "initial.jsonl",
+                                  progress=lambda cached: first.skip() if cached else first.tick())
     first.close()
     streams = [(m, s) for s in config.seeds for m in config.methods]
     progress = Progress(len(streams) * len(dataset.examples), "repair", show_progress)
