@@ -1,0 +1,101 @@
+"""How often a repair reuses the tables of a retrieved memory from another database.
+
+    python benchmarks/memory_copying.py runs/spider200 [--data ../shared/bench/spider]
+
+For every repair generation of every stream of a run folder: does its SQL read a table that the
+example's database lacks (a *foreign* table), and does a memory retrieved for that step read the
+same table (a *copied* one)? Also: the share of retrieved memories that come from another
+database. Streams without memory show the foreign-table rate alone, the base rate at which the
+model invents table names. Needs the run's stores (``stores/<method>-seed<s>.db``) and the
+dataset's databases; reads both, writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sqlite3
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+
+from repairmem.bench.metrics import load_run
+from repairmem.store import open_store
+
+_FROM_JOIN = re.compile(r"\b(?:from|join)\s+[\"`\[]?([A-Za-z_]\w*)", re.IGNORECASE)
+
+
+def tables_read(sql: str) -> set[str]:
+    """Lower-case names of the tables ``sql`` reads; a regex over FROM/JOIN when it does not parse."""
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except Exception:   # the model's SQL is often broken; its FROM/JOIN names still show intent
+        tree = None
+    if tree is None:
+        return {name.lower() for name in _FROM_JOIN.findall(sql)}
+    return {t.name.lower() for t in tree.find_all(exp.Table) if t.name}
+
+
+def database_tables(path: Path) -> set[str]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        return {name.lower() for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def database_path(data: Path, dataset: str, db_id: str) -> Path:
+    folder = "database" if dataset == "spider" else "dev_databases"
+    return data / folder / db_id / f"{db_id}.sqlite"
+
+
+def stream_counts(records: list[dict], memories: dict, tables_of_db) -> dict[str, int]:
+    counts = dict(generations=0, foreign=0, copied=0, retrieved=0, retrieved_elsewhere=0)
+    for record in records:
+        own = tables_of_db(record["db_id"])
+        for step, attempt in zip(record["steps"], record["attempts"][1:]):
+            counts["generations"] += 1
+            retrieved = step.get("retrieved") or {}
+            ids = list(retrieved.get("positive", ())) + list(retrieved.get("negative", ()))
+            shown = [memories[i] for i in ids if i in memories]
+            counts["retrieved"] += len(ids)
+            counts["retrieved_elsewhere"] += sum(m.namespace != record["db_id"] for m in shown)
+            foreign = tables_read(attempt["sql"]) - own
+            if foreign:
+                counts["foreign"] += 1
+                from_memory = set().union(*(tables_read(m.before) | tables_read(m.after) for m in shown))
+                counts["copied"] += bool(foreign & from_memory)
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--data", type=Path, help="the dataset folder (default: the run's --data)")
+    args = parser.parse_args()
+    run = load_run(args.run_dir)
+    data = args.data or Path(run.config["data"])
+    cache: dict[str, set[str]] = {}
+
+    def tables_of_db(db_id: str) -> set[str]:
+        if db_id not in cache:
+            cache[db_id] = database_tables(database_path(data, run.config["dataset"], db_id))
+        return cache[db_id]
+
+    pct = lambda n, d: f"{100 * n / d:.1f}" if d else "–"
+    print("| Stream | Repair generations | Naming a foreign table % | Copied from a retrieved memory % "
+          "| Memories retrieved | From another database % |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for method, seed in ((m, s) for m in run.methods for s in run.seeds(m)):
+        records = run.records[method, seed]
+        store_path = args.run_dir / "stores" / f"{method}-seed{seed}.db"
+        memories = {}
+        if store_path.is_file():
+            with open_store(store_path) as store:
+                memories = {m.id: m for m in store.all_variants()}
+        c = stream_counts(records, memories, tables_of_db)
+        print(f"| `{method}`-seed{seed} | {c['generations']} | {pct(c['foreign'], c['generations'])} "
+              f"| {pct(c['copied'], c['generations']) if memories else '–'} | {c['retrieved']} "
+              f"| {pct(c['retrieved_elsewhere'], c['retrieved']) if memories else '–'} |")
+
+
+if __name__ == "__main__":
+    main()
