@@ -12,6 +12,7 @@ from repairmem.bench.runner import RunConfig, run
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.retrieval.encoders import HashingEncoder
 from repairmem.store import open_store
+from repairmem.types import Scope
 from tests.fixtures.mini_spider import SCRIPT, ScriptedAnswerer, build_mini_spider
 
 BUDGET = 3
@@ -113,7 +114,7 @@ def test_merit_writes_one_memory_per_repaired_or_failed_episode(replayed):
 def test_retrieved_memories_are_causal_and_are_the_ones_in_the_prompt(replayed):
     _, out, model = replayed
     prompts = iter(model.prompts[len(SCRIPT):])   # the initial predictions come first
-    retrieved_any = False
+    retrieved_any, scopes_seen = False, set()
     for name in METHODS:
         store = open_store(out / "stores" / f"{name}-seed0.db") if METHODS[name].uses_memory else None
         for r in read_records(out, name):
@@ -127,12 +128,17 @@ def test_retrieved_memories_are_causal_and_are_the_ones_in_the_prompt(replayed):
                 retrieved_any |= bool(ids)
                 assert blocks == [str(i) for i in range(1, len(ids) + 1)]
                 for memory in store.get(ids):
+                    scope = METHODS[name].retrieval.scope
+                    scopes_seen.add(scope)
+                    if scope is not Scope.GLOBAL:   # the scope holds through the loop
+                        assert (memory.namespace == r["db_id"]) == (scope is Scope.SAME)
                     assert min(p.source_pos for p in memory.provenance) < r["position"]
                     assert all(p.source_query != r["example_id"] for p in memory.provenance)
                     assert memory.after in step_prompts[-1]
         if store:
             store.close()
     assert retrieved_any, "the fixture stream should make memory methods retrieve something"
+    assert scopes_seen == set(Scope), "the fixture stream should exercise every retrieval scope"
 
 
 def test_no_prompt_contains_the_reference_sql(replayed):

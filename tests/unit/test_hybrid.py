@@ -141,6 +141,8 @@ def test_scopes_and_random_same_type_are_seeded(tmp_path):
     store, index = build(tmp_path, rows)
     r = retrieve(index, query(), retrieval_config("cross_database_only"))
     assert {s.memory.namespace for s in r.positives} == {"db2"}
+    r = retrieve(index, query(), retrieval_config("same_database_only"))
+    assert {s.memory.namespace for s in r.positives} == {"db1"}
     a = retrieve(index, query(), retrieval_config("random_same_type"))
     b = retrieve(index, query(), retrieval_config("random_same_type"))
     c = retrieve(index, query(), retrieval_config("random_same_type", seed=5))
@@ -169,7 +171,7 @@ def test_config_validation():
         retrieval_config("magic")
     assert set(RETRIEVAL_METHODS) >= {"merit", "merit_type_reliability", "dynamic_rag", "positive_only",
                                       "no_type_filter", "no_dense", "no_bm25", "random_same_type",
-                                      "cross_database_only"}
+                                      "cross_database_only", "same_database_only"}
 
 
 @settings(max_examples=25, deadline=None)

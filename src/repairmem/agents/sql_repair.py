@@ -78,9 +78,11 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     _memory_method("no_bm25"),
     _memory_method("random_same_type"),
     _memory_method("cross_database_only"),
+    _memory_method("same_database_only"),
     Method("iterative_grounded", grounded=True),
     replace(_memory_method("dynamic_rag", writes=(Polarity.POSITIVE,)), name="dynamic_rag_grounded", grounded=True),
     replace(_memory_method("merit"), name="merit_grounded", grounded=True),
+    replace(_memory_method("same_database_only"), name="same_database_only_grounded", grounded=True),
 )}
 
 

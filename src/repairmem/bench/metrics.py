@@ -54,16 +54,18 @@ __all__ = [
 #: the order of the methods table (repairmem.agents.sql_repair.METHODS); unknown methods follow, sorted
 METHOD_ORDER = ("zeroshot", "iterative", "iterative_grounded", "reflexion", "dynamic_rag", "dynamic_rag_grounded",
                 "merit", "merit_grounded", "merit_type_reliability", "positive_only", "no_type_filter", "no_dense",
-                "no_bm25", "random_same_type", "cross_database_only")
+                "no_bm25", "random_same_type", "cross_database_only", "same_database_only",
+                "same_database_only_grounded")
 #: rows of the ablation table (MERIT Table 4), compared with full MERIT
 ABLATIONS = ("positive_only", "no_type_filter", "no_dense", "no_bm25", "random_same_type", "cross_database_only",
-             "merit_type_reliability")
+             "same_database_only", "merit_type_reliability")
 METHOD_LABELS = {
     "zeroshot": "Zero-shot", "iterative": "Iterative", "reflexion": "Reflexion-style", "dynamic_rag": "Dyn. RAG",
     "merit": "MERIT", "iterative_grounded": "Iterative (grounded)", "dynamic_rag_grounded": "Dyn. RAG (grounded)",
     "merit_grounded": "MERIT (grounded)", "merit_type_reliability": "MERIT (type-rel.)", "positive_only": "Positive only",
     "no_type_filter": "No type filter", "no_dense": "No dense rerank", "no_bm25": "No BM25",
     "random_same_type": "Random same type", "cross_database_only": "Cross-database only",
+    "same_database_only": "Same-database only", "same_database_only_grounded": "Same-database only (grounded)",
 }
 UNCLASSIFIED = "(unclassified)"
 _RECORD_FILE = re.compile(r"^(?P<method>.+)-seed(?P<seed>\d+)\.jsonl$")
