@@ -192,6 +192,15 @@ def test_load_run_reports_a_run_in_progress(tmp_path):
     text = "\n".join(run.notes)
     assert "merit-seed1.jsonl:2: incomplete last line" in text and "merit-seed1: 1 of 2 episodes" in text
     assert "iterative-seed0: configured but has no records yet" in text
+    assert "not in run.json" not in text
+
+
+def test_load_run_reports_and_names_streams_that_run_json_does_not_configure(tmp_path):
+    root = write_run(tmp_path / "run", {("merit", 0): [rec("a", 0, ["OK"])], ("extra_row", 0): [rec("a", 0, ["OK"])]},
+                     config={"methods": ["merit"], "seeds": [0]})
+    run = load_run(root)
+    assert run.methods == ["merit", "extra_row"] and run.complete
+    assert run.notes == ("records of methods not in run.json's configuration, reported too: extra_row",)
 
 
 def test_load_run_rejects_what_is_not_a_run(tmp_path):

@@ -193,6 +193,9 @@ def load_run(run_dir: str | Path) -> Run:
             notes.append(f"{m}-seed{s}: {len(rs)} of {expected} episodes recorded (run in progress or interrupted)")
     for m, s in missing:
         notes.append(f"{m}-seed{s}: configured but has no records yet")
+    extra = sorted({m for m, _ in records} - set(config.get("methods", [])))
+    if extra and config.get("methods"):   # streams of a side folder, moved in: reported, and said so
+        notes.append(f"records of methods not in run.json's configuration, reported too: {', '.join(extra)}")
     return Run(root, config, {k: v for k, v in meta.items() if k != "config"}, list(skipped), records, expected,
                tuple(notes), missing)
 
