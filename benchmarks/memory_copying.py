@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import re
-import sqlite3
 from pathlib import Path
 
 import sqlglot
 from sqlglot import exp
 
+from repairmem.bench.datasets import load_dataset
 from repairmem.bench.metrics import load_run
+from repairmem.sqlexec import execute_readonly
 from repairmem.store import open_store
 
 _FROM_JOIN = re.compile(r"\b(?:from|join)\s+[\"`\[]?([A-Za-z_]\w*)", re.IGNORECASE)
@@ -38,13 +39,10 @@ def tables_read(sql: str) -> set[str]:
 
 
 def database_tables(path: Path) -> set[str]:
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
-        return {name.lower() for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-
-
-def database_path(data: Path, dataset: str, db_id: str) -> Path:
-    folder = "database" if dataset == "spider" else "dev_databases"
-    return data / folder / db_id / f"{db_id}.sqlite"
+    catalogue = execute_readonly(path, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')", timeout_s=10)
+    if not catalogue.ok:
+        raise SystemExit(f"{path}: cannot read its catalogue: {catalogue.error}")
+    return {name.lower() for (name,) in catalogue.rows}
 
 
 def stream_counts(records: list[dict], memories: dict, tables_of_db) -> dict[str, int]:
@@ -72,12 +70,13 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="the dataset folder (default: the run's --data)")
     args = parser.parse_args()
     run = load_run(args.run_dir)
-    data = args.data or Path(run.config["data"])
+    dataset = load_dataset(run.config["dataset"], args.data or run.config["data"], subset=run.config.get("subset"))
+    paths = {ex.db_id: ex.db_path for ex in dataset.examples}
     cache: dict[str, set[str]] = {}
 
     def tables_of_db(db_id: str) -> set[str]:
         if db_id not in cache:
-            cache[db_id] = database_tables(database_path(data, run.config["dataset"], db_id))
+            cache[db_id] = database_tables(paths[db_id])
         return cache[db_id]
 
     pct = lambda n, d: f"{100 * n / d:.1f}" if d else "–"
