@@ -13,7 +13,7 @@ import argparse
 import random
 from collections import defaultdict
 
-from repairmem.bench.datasets import load_dataset
+from repairmem.sql.datasets import load_dataset
 
 
 def stratified(examples, size: int, seed: int) -> list:

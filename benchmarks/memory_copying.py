@@ -19,9 +19,9 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
-from repairmem.bench.datasets import load_dataset
+from repairmem.sql.datasets import load_dataset
 from repairmem.bench.metrics import load_run
-from repairmem.sqlexec import execute_readonly
+from repairmem.sql.execute import execute_readonly
 from repairmem.store import open_store
 
 _FROM_JOIN = re.compile(r"\b(?:from|join)\s+[\"`\[]?([A-Za-z_]\w*)", re.IGNORECASE)

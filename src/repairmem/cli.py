@@ -87,23 +87,29 @@ def cmd_memory_candidates(args):
 
 
 def cmd_memory_search(args):
+    from .memory import Memory, SqlFailure, TerminalFailure
     from .retrieval.encoders import resolve_encoder
-    from .retrieval.hybrid import RetrievalQuery, retrieval_config, retrieve
+    from .retrieval.hybrid import retrieval_config
     from .retrieval.index import MemoryIndex
     from .retrieval.texts import MemoryEmbedder
     config = retrieval_config(args.method, **({"scope": Scope.parse(args.scope)} if args.scope else {}))
     if config.scope is not Scope.GLOBAL and not args.namespace:
         raise RepairmemError(f"scope {config.scope.value} needs --namespace")
-    failure_context = f"error: {args.error}" if args.error else ""
-    query = RetrievalQuery(question=args.question, current=args.sql or "", failure_type=args.type,
-                           position=args.position, query_id=args.query_id, namespace=args.namespace or "",
-                           failure_context=failure_context, kind=args.kind)
+    if args.kind == "terminal":
+        failure = TerminalFailure(command=args.sql or "", log=args.error or "", task=args.question,
+                                  project=args.namespace or "")
+    else:
+        failure = SqlFailure(args.question, args.sql or "", "EXECUTION_ERROR" if args.error else "DENOTATION_MISMATCH",
+                             args.error or "", database=args.namespace or "")
     encoder = resolve_encoder(args.encoder)
     with _open(args.store, embedder=MemoryEmbedder(encoder)) as store:
-        result = retrieve(MemoryIndex(store, encoder), query, config)
+        memory = Memory(store, MemoryIndex(store, encoder), policy=None, retrieval=config)
+        recall = memory.recall(failure, query_id=args.query_id, namespace=args.namespace or "",
+                               position=args.position, failure_type=args.type)
+        result = recall.retrieval
         ranked = [{"id": s.memory.id, "polarity": s.memory.polarity.value, "score": s.score, "dense": s.dense,
                    "bm25": s.bm25, "dense_norm": s.dense_norm, "bm25_norm": s.bm25_norm,
-                   "type_match": s.type_match, "memory": s.memory} for s in (*result.positives, *result.negatives)]
+                   "type_match": s.type_match, "memory": s.memory} for s in recall.candidates]
 
         def text() -> str:
             lines = []
@@ -120,7 +126,7 @@ def cmd_memory_search(args):
 # -- sql -----------------------------------------------------------------------------------------
 
 def cmd_sql_exec(args):
-    from .sqlexec import execute_readonly
+    from .sql.execute import execute_readonly
     result = execute_readonly(args.db, args.sql, timeout_s=args.timeout, max_rows=args.max_rows)
     _emit(args, result, lambda: (("\t".join(result.columns) + "\n" + "\n".join(
         "\t".join("NULL" if v is None else str(v) for v in row) for row in result.rows))
@@ -129,7 +135,7 @@ def cmd_sql_exec(args):
 
 
 def cmd_sql_eval(args):
-    from .bench.scoring import score_bird, score_spider
+    from .sql.scoring import score_bird, score_spider
     score = score_spider if args.dataset == "spider" else score_bird
     kw = {"timeout_s": args.timeout} if args.timeout else {}
     verdict = score(args.db, args.pred, args.gold, **kw)

@@ -9,7 +9,7 @@ from repairmem.agents.sql_repair import LoopOptions
 from repairmem.bench.report import write_report
 from repairmem.bench.runner import RunConfig, run
 from repairmem.llm.protocol import ContextWindowError
-from repairmem.prompts import AttemptView, render_history
+from repairmem.sql.prompts import AttemptView, render_history
 from tests.fixtures.mini_spider import ScriptedAnswerer, build_mini_spider
 
 OLDEST = "SELECT name FROM student ORDER BY age DESC LIMIT 1"

@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from repairmem.bench.datasets import Dataset, Example, load_dataset, quote_identifier, render_schema
-from repairmem.bench.scoring import score_bird, score_spider
+from repairmem.sql.datasets import Dataset, Example, load_dataset, quote_identifier, render_schema
+from repairmem.sql.scoring import score_bird, score_spider
 from repairmem.errors import InvalidInputError
 from repairmem.types import Outcome
 from tests.conftest import SPIDER_DIR

@@ -10,11 +10,11 @@ import pytest
 from repairmem.bench.gatebench import gate_bench_main
 from repairmem.bench.gatebench.evaluate import run_replay
 from repairmem.bench.gatebench.generate import TEMPLATES, World, data_hash, scale_of
-from repairmem.classify.terminal import classify_terminal
-from repairmem.gate import AuditLog, Feedback, Gate, QueryProfile, load_policy
+from repairmem.errors import InvalidInputError
+from repairmem.gate import AuditLog, load_policy
 from repairmem.gate.audit import gate_explain_main
 from repairmem.gate.policies import RSCBMC, StaticHybrid
-from repairmem.retrieval.hybrid import RetrievalQuery
+from repairmem.memory import Memory, TerminalFailure
 
 SMOKE = scale_of("smoke")
 
@@ -103,39 +103,38 @@ def test_a_hard_negative_whose_lexical_score_is_highest_is_not_injected(world):
             assert not d.injects and d.override_fired, e.case.case_id
 
 
-def _query(case, position=10**6):
-    return RetrievalQuery(question=case.question, current=case.command, failure_type=classify_terminal(
-        case.log, case.command).family, position=position, query_id=case.case_id, namespace=case.project,
-        failure_context=case.log, kind="terminal")
+def _failure(case):
+    return TerminalFailure(command=case.command, log=case.log, task=case.question, project=case.project)
 
 
 def test_gate_end_to_end_over_the_store(world, tmp_path):
     audit = AuditLog(tmp_path / "audit.db")
     policy = RSCBMC(seed=0)
     run_replay(policy, [world.prepare(c, event_seed=0) for c in world.stream(0, 120)], counters0(world))
-    gate = Gate(policy, world.index, world.retrieval, audit=audit)
+    memory = Memory(world.store, world.index, policy=policy, retrieval=world.retrieval, audit=audit)
     case = next(c for c in world.canonical() if not c.cue_dropped)
-    profile = QueryProfile.from_log(case.case_id, case.log, case.command)
-    result = gate.decide(_query(case), profile)
-    assert result.decision_id == "d1" and audit.get("d1")["query_id"] == case.case_id
-    if result.payload.injects:
-        mid = result.payload.memory_ids[0]
+    recall = memory.recall(_failure(case), query_id=case.case_id, position=10**6)
+    assert recall.id == "d1" and audit.get("d1")["query_id"] == case.case_id
+    if recall.injected:
+        mid = recall.memory_ids[0]
         before = world.store.get([mid])[0].counters
-        gate.feedback(result, Feedback(verified=True, accepted=True, tokens=result.payload.tokens), source="verifier")
+        memory.feedback(recall.id, verified=True, accepted=True)
         after = world.store.get([mid])[0].counters
         assert (after.uses, after.accepted, after.verified) == (before.uses + 1, before.accepted + 1,
                                                                 before.verified + 1)
     else:
-        gate.feedback(result, Feedback(), source="verifier")
+        with pytest.raises(InvalidInputError, match="never happened"):
+            memory.feedback(recall.id, verified=True, accepted=True)
+        memory.feedback(recall.id)
     assert audit.get("d1")["reward"] is not None
     hard = world.hard_negatives()[0]
-    hard_result = gate.decide(_query(hard), QueryProfile.from_log(hard.case_id, hard.log, hard.command))
-    assert not hard_result.payload.injects
-    info = audit.explain(hard_result.decision_id)
+    hard_recall = memory.recall(_failure(hard), query_id=hard.case_id, position=10**6)
+    assert not hard_recall.injected and hard_recall.text == ""
+    info = memory.explain(hard_recall.id)
     assert info["safety_override"] and info["candidates"]
     assert all(c["status"].startswith("retrieved but not used") for c in info["candidates"])
-    gate.save(tmp_path / "policy.json")
+    memory.gate.save(tmp_path / "policy.json")
     again = load_policy(tmp_path / "policy.json")
-    x = gate.extractor.extract(profile, result.candidates)
-    assert again.decide(x) == gate.policy.decide(x)
+    x = audit.get(hard_recall.id)["features"]
+    assert again.decide(x) == memory.gate.policy.decide(x)
     audit.close()

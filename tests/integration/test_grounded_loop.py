@@ -8,9 +8,9 @@ from repairmem.agents import sql_repair
 from repairmem.agents.sql_repair import LoopOptions
 from repairmem.bench.runner import RunConfig, run
 from repairmem.errors import InvalidInputError
-from repairmem.evidence import identifier_evidence, literal_evidence, result_evidence
+from repairmem.sql.evidence import identifier_evidence, literal_evidence, result_evidence
 from repairmem.llm.replay import RecordingModel, ReplayModel
-from repairmem.sqlexec import execute_readonly
+from repairmem.sql.execute import execute_readonly
 from tests.fixtures.mini_spider import ScriptedAnswerer, build_mini_spider
 
 PET_KINDS = "SELECT T2.kind FROM student AS T1 JOIN pet AS T2 ON T1.id = T2.owner_id WHERE T1.name = 'Ann'"
@@ -136,9 +136,9 @@ def test_sampling_temperature_rises_with_each_repeat_up_to_the_cap():
 
 def test_schema_sample_values_equal_to_the_reference_column_are_not_a_leak(tmp_path):
     """Spider dev 899: the first sample values of a column can be the reference's first rows."""
-    from repairmem.bench.datasets import load_dataset
+    from repairmem.sql.datasets import load_dataset
     from repairmem.errors import PromptLeakError
-    from repairmem.evidence import sample_values
+    from repairmem.sql.evidence import sample_values
 
     script = {"Which student ids are there?": ("school", "SELECT id FROM student", ["SELECT id FROM students"])}
     data = build_mini_spider(tmp_path, with_absent_db=False, script=script)

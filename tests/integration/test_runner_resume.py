@@ -14,13 +14,14 @@ import pytest
 from repairmem.agents.sql_repair import LoopOptions
 from repairmem.bench.runner import RunConfig, run
 from repairmem.errors import InvalidInputError
+from repairmem.gate import AuditLog
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.retrieval.encoders import HashingEncoder
 from repairmem.store import open_store
 from tests.fixtures.mini_spider import ScriptedAnswerer, build_mini_spider
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-METHOD_NAMES = ("iterative", "reflexion", "dynamic_rag", "merit", "no_type_filter")
+METHOD_NAMES = ("iterative", "reflexion", "dynamic_rag", "merit", "no_type_filter", "merit_gated")
 SEEDS = (0, 1)
 
 RUNNER = textwrap.dedent("""
@@ -58,7 +59,8 @@ def config_for(data):
 
 
 def snapshot(out):
-    """Records without timings, and every store's memories with their provenance and counters."""
+    """Records without timings, every store's memories with their provenance and counters, and every
+    gated stream's final gate state and audit trail."""
     records = {}
     for path in sorted((out / "records").glob("*.jsonl")):
         lines = []
@@ -74,7 +76,15 @@ def snapshot(out):
     for path in sorted((out / "stores").glob("*.db")):
         with open_store(path) as store:
             stores[path.name] = (store.all_variants(), store.stats()["episodes"])
-    return records, stores
+    gates = {}
+    for folder in sorted((out / "gates").iterdir()):
+        last = max(folder.glob("*.json"), key=lambda p: int(p.stem))
+        gates[folder.name] = (last.name, json.loads(last.read_text())["state"])
+        with AuditLog(out / "audit" / f"{folder.name}.db", create=False) as log:
+            gates[folder.name + " audit"] = [(d["decision_id"], d["session"], d["action"], d["reward"])
+                                             for d in log.decisions()]
+    assert gates, "the gated stream should have saved its gate"
+    return records, stores, gates
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ import pytest
 
 from repairmem import PromptLeakError
 from repairmem.agents.sql_repair import METHODS, LoopOptions, SqlEnvironment
-from repairmem.bench.datasets import load_dataset
+from repairmem.sql.datasets import load_dataset
 from repairmem.bench.runner import RunConfig, run
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.retrieval.encoders import HashingEncoder
@@ -125,6 +125,9 @@ def test_retrieved_memories_are_causal_and_are_the_ones_in_the_prompt(replayed):
                     assert blocks == []
                     continue
                 ids = step["retrieved"]["positive"] + step["retrieved"]["negative"]
+                if METHODS[name].gate is not None:   # what the gate let through, all of it retrieved
+                    assert set(step["gate"]["injected"]) <= set(ids)
+                    ids = step["gate"]["injected"]
                 retrieved_any |= bool(ids)
                 assert blocks == [str(i) for i in range(1, len(ids) + 1)]
                 for memory in store.get(ids):
@@ -167,7 +170,7 @@ def memory_with_after(after, source_query, pos):
 
 
 def test_a_causal_memory_equal_to_the_reference_is_counted_and_a_non_causal_one_aborts(tmp_path):
-    from repairmem.prompts import render_memories
+    from repairmem.sql.prompts import render_memories
     data = build_mini_spider(tmp_path)
     ex = load_dataset("spider", data).examples[1]
     env = SqlEnvironment(ex, LoopOptions())

@@ -1,7 +1,7 @@
 import pytest
 
 from repairmem import PromptLeakError
-from repairmem.prompt_audit import check_prompt, find_leaks
+from repairmem.sql.audit import check_prompt, find_leaks
 
 GOLD = "SELECT count(*) FROM singer WHERE Country = 'France'"
 

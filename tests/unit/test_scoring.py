@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repairmem.bench.scoring import (
+from repairmem.sql.scoring import (
     Verdict, gold_order_matters, official_spider_form, results_match_bird, results_match_spider,
     score_bird, score_spider,
 )

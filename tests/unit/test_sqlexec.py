@@ -10,7 +10,7 @@ import time
 import pytest
 
 from repairmem.errors import InvalidInputError
-from repairmem.sqlexec import NO_RESULT_SET, ExecResult, execute_readonly
+from repairmem.sql.execute import NO_RESULT_SET, ExecResult, execute_readonly
 
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 

@@ -22,17 +22,20 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from ..bench.datasets import Example
-from ..bench.scoring import Verdict, score_bird, score_spider
+from ..sql.datasets import Example
+from ..sql.scoring import Verdict, score_bird, score_spider
 from ..classify.sql import classify_sql
 from ..errors import InvalidInputError
 from ..llm.protocol import ChatModel, ChatResult, ContextWindowError, GenerationConfig, Message
 from ..errors import PromptLeakError
-from ..prompt_audit import check_prompt, find_leaks
-from ..prompts import CLIP_CHARS, COMPACTION_LEVELS, AttemptView, prompt_version, reflection_prompt, repair_prompt
-from ..prompts import MEMORY_BLOCK, extract_sql
-from ..retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig, RetrievalQuery, retrieve
-from ..sqlexec import execute_readonly
+from ..sql.audit import check_prompt, find_leaks
+from ..sql.prompts import CLIP_CHARS, COMPACTION_LEVELS, AttemptView, prompt_version, reflection_prompt, repair_prompt
+from ..sql.prompts import MEMORY_BLOCK, extract_sql
+from ..classify.sql_signatures import identifiers as sql_identifiers
+from ..memory import Memory, Recall, SqlFailure
+from ..retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig
+from ..sql.schema import database_identifiers
+from ..sql.execute import execute_readonly
 from ..types import Attempt, Episode, Outcome, Polarity, memory_from_episode, normalize_sql
 
 BOTH = (Polarity.POSITIVE, Polarity.NEGATIVE)
@@ -55,6 +58,7 @@ class Method:
     reflections: bool = False
     writes: tuple[Polarity, ...] = ()
     grounded: bool = False
+    gate: str | None = None      # the gate policy that decides what enters the prompt (None: all of it)
 
     @property
     def uses_memory(self) -> bool:
@@ -63,6 +67,10 @@ class Method:
 
 def _memory_method(name: str, writes: tuple[Polarity, ...] = BOTH) -> Method:
     return Method(name, retrieval=RETRIEVAL_METHODS[name], writes=writes)
+
+
+def _gated(base: Method, name: str, policy: str = "rscb_mc") -> Method:
+    return replace(base, name=name, gate=policy)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -83,6 +91,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     replace(_memory_method("dynamic_rag", writes=(Polarity.POSITIVE,)), name="dynamic_rag_grounded", grounded=True),
     replace(_memory_method("merit"), name="merit_grounded", grounded=True),
     replace(_memory_method("same_database_only"), name="same_database_only_grounded", grounded=True),
+    _gated(_memory_method("merit"), "merit_gated"),
+    _gated(replace(_memory_method("merit"), grounded=True), "merit_grounded_gated"),
+    _gated(replace(_memory_method("merit"), grounded=True), "merit_grounded_linucb", "linucb"),
 )}
 
 
@@ -270,8 +281,8 @@ class InitialPrediction:
 def _observations(env: SqlEnvironment, current: _AttemptState) -> str:
     """Observable evidence about the current attempt: its own result, its literals, the identifiers
     the database rejected."""
-    from ..evidence import identifier_evidence, literal_evidence, result_evidence
-    from ..sqlexec import ExecResult
+    from ..sql.evidence import identifier_evidence, literal_evidence, result_evidence
+    from ..sql.execute import ExecResult
     lines = []
     if current.ok:
         lines.append(result_evidence(ExecResult(True, current.columns, current.rows, False, None, False, 0.0)))
@@ -283,15 +294,18 @@ def _observations(env: SqlEnvironment, current: _AttemptState) -> str:
 
 
 def run_episode(example: Example, position: int, initial: InitialPrediction, *, method: Method, model: ChatModel,
-                schema: str, options: LoopOptions, index=None, run_id: str = "run",
+                schema: str, options: LoopOptions, memory: Memory | None = None, run_id: str = "run",
                 samples: str = "") -> "EpisodeResult":
     """Run one episode; return its record and the memory its finalization writes (not yet written).
 
-    ``index`` (a ``MemoryIndex`` over the run's store) is required for methods that retrieve;
-    ``samples`` (schema sample values) is shown to grounded methods only.
+    ``memory`` (the run's ``Memory``: always-inject for the paper rows, a gate for gated rows) is
+    required for methods that retrieve; ``samples`` (schema sample values) is shown to grounded
+    methods only.
     """
-    if method.uses_memory and index is None:
-        raise InvalidInputError(f"method {method.name} retrieves memory: pass the index of its store")
+    if method.uses_memory and memory is None:
+        raise InvalidInputError(f"method {method.name} retrieves memory: pass the Memory of its store")
+    if method.uses_memory and (memory.gate is None) != (method.gate is None):
+        raise InvalidInputError(f"method {method.name}: its Memory must {'have a' if method.gate else 'have no'} gate")
     env = SqlEnvironment(example, options)
     query_id = example.example_id
     where = f"{query_id} ({method.name})"
@@ -330,16 +344,16 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
                                  rows=current.rows if current.verdict_outcome is Outcome.DENOTATION_MISMATCH else None)
         current.failure_type, current.failure_subtype = diagnosis.failure_type.value, diagnosis.subtype
         calls = []
-        positives, negatives, retrieval_info = (), (), None
+        positives, negatives, retrieval_info, recall = (), (), None, None
         if method.retrieval is not None:
-            retrieval = retrieve(index, RetrievalQuery(
-                question=example.question, current=current.sql, failure_type=current.failure_type,
-                position=position, query_id=query_id, namespace=example.db_id,
-                failure_context=f"status: {current.verdict_outcome.value}; error: {current.error or '(none)'}"),
-                method.retrieval)
-            positives = tuple(s.memory for s in retrieval.positives)
-            negatives = tuple(s.memory for s in retrieval.negatives)
-            retrieval_info = {"positive": [m.id for m in positives], "negative": [m.id for m in negatives],
+            recall = memory.recall(SqlFailure(example.question, current.sql, current.verdict_outcome.value,
+                                              current.error or "", database=example.db_id, db_path=example.db_path,
+                                              rows=tuple(current.rows)),
+                                   query_id=query_id, position=position, session=query_id)
+            retrieval = recall.retrieval
+            positives, negatives = recall.positives, recall.negatives
+            retrieval_info = {"positive": [s.memory.id for s in retrieval.positives],
+                              "negative": [s.memory.id for s in retrieval.negatives],
                               "pools": [{k: v for k, v in p.__dict__.items() if k != "candidates"}
                                         for p in retrieval.pools]}
         history = [a.view(method.grounded) for a in attempts]
@@ -385,10 +399,16 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
                 fresh.same_result_as = next((i for i, a in enumerate(attempts[:-1]) if a.ok and a.rows == fresh.rows
                                              and a.columns == fresh.columns), None)
         repeats += attempts[-1].repeat_of is not None
-        steps.append({"k": len(attempts) - 1, "failure_type": current.failure_type,
-                      "failure_subtype": current.failure_subtype, "retrieved": retrieval_info,
-                      "repeat_of": attempts[-1].repeat_of, "executed": attempts[-1].executed,
-                      "sampled": sampling, "calls": [c.record() for c in calls]})
+        step = {"k": len(attempts) - 1, "failure_type": current.failure_type,
+                "failure_subtype": current.failure_subtype, "retrieved": retrieval_info,
+                "repeat_of": attempts[-1].repeat_of, "executed": attempts[-1].executed,
+                "sampled": sampling, "calls": [c.record() for c in calls]}
+        if method.gate is not None:
+            feedback = step_feedback(recall, attempts[-1], example.db_path)
+            step["gate"] = {"recall": recall.id, "action": recall.action, "injected": list(recall.memory_ids),
+                            "why": recall.why, "feedback": sorted(k for k, v in feedback.items() if v),
+                            "reward": round(memory.feedback(recall.id, **feedback), 6)}
+        steps.append(step)
 
     final = attempts[-1]
     if final.verdict_outcome is not Outcome.CORRECT and final.failure_type is None:
@@ -409,6 +429,35 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
     record["memory"] = None if memory is None else {"polarity": memory.polarity.value,
                                                     "failure_type": memory.failure_type}
     return EpisodeResult(record, episode, memory)
+
+
+def step_feedback(recall: Recall, attempt: "_AttemptState", db_path) -> dict[str, bool]:
+    """The verifier's outcome of the step a recall's payload went into, as gate feedback.
+
+    ==========================  =========================================================
+    what happened               feedback (reward with the default weights)
+    ==========================  =========================================================
+    injected, repair correct    accepted + verified (+3)
+    injected, the repair reads  false_positive (-4): it copied the memory's table or
+    an identifier the database  column from another schema
+    lacks that an injected
+    memory reads
+    injected, otherwise wrong   rejected (-1): the memory did not lead to a repair
+    nothing injected, correct   correct_abstain (+0.5)
+    nothing injected, wrong     nothing (0)
+    ==========================  =========================================================
+    (less the payload's token cost). The reference never enters: only the verdict does.
+    """
+    correct = attempt.verdict_outcome is Outcome.CORRECT
+    if not recall.injected:
+        return {"correct_abstain": correct, "success": correct}
+    if correct:
+        return {"accepted": True, "verified": True, "success": True}
+    foreign = sql_identifiers(attempt.sql) - database_identifiers(db_path)
+    shown = set().union(*(sql_identifiers(m.before, m.after) for m in (*recall.positives, *recall.negatives)))
+    if foreign & shown:
+        return {"false_positive": True}
+    return {"rejected": True}
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ Memory (``ExperienceArchive``)
     earliest step. Seeding (``seed_from_run``) adds the verified attempts of an earlier run in
     record order; online growth adds each newly verified attempt of this run right after its
     record is written. Hint text is untrusted: it is rendered inside ``<<<MEMORY 1>>>`` ...
-    ``<<<END MEMORY 1>>>`` after ``prompts.neutralize`` (no block delimiters) and after escaping
+    ``<<<END MEMORY 1>>>`` after ``untrusted.neutralize`` (no block delimiters) and after escaping
     chat-template control tokens (``<|...|>``, ``<tool_call>``), so it can close neither its block
     nor its message. A ``veto(hint) -> bool`` hook (the memory gate; default: allow) sees every
     retrieved hint before it is attached; each hint and the decision are logged in the step
@@ -103,11 +103,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..bench.initial import append_jsonl, read_jsonl_lines
 from ..errors import InvalidInputError
+from ..files import append_jsonl, read_jsonl_lines
 from ..llm.protocol import (ChatModel, ChatResult, GenerationConfig, LLMError, Message, ReplayMissError,
                             ToolCall)
-from ..prompts import neutralize
+from ..untrusted import escape_control, untrusted
 from .tasks import TaskSpec, load_tasks
 from .workspace import SANDBOXES, TaskSetupError, Workspace, choose_sandbox
 
@@ -396,19 +396,6 @@ def assistant_turn(result: ChatResult, action: Action | None = None) -> str:
 def reasoning_text(text: str) -> str:
     """The reply without its tool-call blocks, whitespace-normalised."""
     return " ".join(_TOOL_BLOCK.sub(" ", text or "").split())
-
-
-_CONTROL = re.compile(r"<(\|[^<>\n]{0,40}\||/?tool_call|/?tool_response)>")
-
-
-def escape_control(text: str) -> str:
-    """Escape chat-template control tokens (``<|im_end|>``, ``<tool_call>``) in untrusted text."""
-    return _CONTROL.sub(lambda m: "‹" + m.group(1) + "›", text)
-
-
-def untrusted(text: str) -> str:
-    """Untrusted text made safe for a ``<<<MEMORY>>>`` block (``neutralize`` + control tokens)."""
-    return escape_control(neutralize(text))
 
 
 def render_observation(command_result: Any, source: str) -> str:

@@ -9,48 +9,18 @@ at a time, so a killed generation resumes where it stopped (a torn last line is 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from pathlib import Path
 from typing import Callable, Iterable
 
 from ..agents.sql_repair import InitialPrediction, SqlEnvironment, LoopOptions
+from ..files import append_jsonl, read_jsonl_lines
 from ..llm.protocol import ChatModel, Message, canonical_json
-from ..prompts import extract_sql, initial_prompt, prompt_version
-from .datasets import Example
+from ..sql.datasets import Example
+from ..sql.prompts import extract_sql, initial_prompt, prompt_version
 
 
 def cache_key(model_name: str, version: str, config: dict, prompt: str) -> str:
     return hashlib.sha256(canonical_json([model_name, version, config, prompt]).encode()).hexdigest()
-
-
-def read_jsonl_lines(path: Path) -> list[dict]:
-    """Complete JSON lines of ``path``; a torn final line (a killed writer) is dropped."""
-    if not path.exists():
-        return []
-    out = []
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.endswith("\n"):
-                break
-            out.append(json.loads(line))
-    return out
-
-
-def append_jsonl(path: Path, record: dict) -> None:
-    """Append one line durably; a torn line left by an earlier kill is cut off first."""
-    with path.open("a+b") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        if size:
-            handle.seek(size - 1)
-            if handle.read(1) != b"\n":
-                handle.seek(0)
-                data = handle.read()
-                handle.truncate(data.rfind(b"\n") + 1)
-        handle.write((json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode())
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 def initial_predictions(examples: Iterable[Example], schemas: dict[str, str], model: ChatModel, *,

@@ -6,12 +6,16 @@ Run folder layout::
     RUN_DIR/initial.jsonl                  shared initial predictions (one per example)
     RUN_DIR/records/<method>-seed<s>.jsonl one line per finalized episode, in stream order
     RUN_DIR/stores/<method>-seed<s>.db     the memory of that stream (methods with memory)
+    RUN_DIR/gates/<method>-seed<s>/<n>.json gated methods: the gate's state after n episodes
+    RUN_DIR/audit/<method>-seed<s>.db      gated methods: every gate decision and its reward
 
 The stream order of seed s is a shuffle of the executable examples seeded with s, the same for
 every method. Each episode's record is appended (and fsynced) *before* its memory is written;
 on resume every recorded episode is finalized again (idempotent in the store), so a kill between
-the two writes loses nothing, and the stream continues at the first unrecorded position. The
-finished run equals an uninterrupted one: same records, same memory.
+the two writes loses nothing, and the stream continues at the first unrecorded position. A gated
+stream saves its gate (policy and counters) before each record and resumes from the state saved
+with the last record; the audit decisions of an episode a kill cut short are discarded. The
+finished run equals an uninterrupted one: same records, same memory, same gate.
 """
 
 from __future__ import annotations
@@ -27,12 +31,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..agents.sql_repair import LoopOptions, finalized_episode, method as get_method, run_episode
+from ..gate import AuditLog, Gate, Ledger, make_policy
+from ..gate.gate import load_gate_state, save_gate_state
+from ..memory import Memory
 from ..errors import InvalidInputError
-from ..evidence import sample_values
+from ..sql.evidence import sample_values
 from ..llm.protocol import ChatModel
 from ..store import open_store
-from .datasets import Dataset, load_dataset
-from .initial import append_jsonl, initial_predictions, read_jsonl_lines
+from ..sql.datasets import Dataset, load_dataset
+from ..files import append_jsonl, read_jsonl_lines
+from .initial import initial_predictions
 
 
 @dataclass(frozen=True)
@@ -152,9 +160,9 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
     if progress:
         progress.skip(len(done))
     run_id = f"{method.name}-seed{seed}"
-    store = index = None
+    store = memory = audit = None
+    gates = out / "gates" / run_id
     if method.uses_memory:
-        from ..retrieval.index import MemoryIndex
         from ..retrieval.texts import MemoryEmbedder
         (out / "stores").mkdir(exist_ok=True)
         store = open_store(out / "stores" / f"{run_id}.db", embedder=MemoryEmbedder(encoder))
@@ -165,7 +173,11 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
             if store is not None:
                 store.finalize(*finalized_episode(record, ex, dataset.schemas[ex.db_id], method, run_id))
         if store is not None:
-            index = MemoryIndex(store, encoder)
+            from ..retrieval.index import MemoryIndex
+            policy = None
+            if method.gate is not None:
+                policy, audit = _stream_gate(method, out, run_id, len(done), order)
+            memory = Memory(store, MemoryIndex(store, encoder), policy=policy, retrieval=method.retrieval)
         samples: dict[str, str] = {}
         for position in range(len(done), len(order)):
             if stop_after is not None and position - len(done) >= stop_after:
@@ -174,9 +186,13 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
             if method.grounded and ex.db_id not in samples:
                 samples[ex.db_id] = sample_values(ex.db_path)
             result = run_episode(ex, position, initial[ex.example_id], method=method, model=model,
-                                 schema=dataset.schemas[ex.db_id], options=options, index=index, run_id=run_id,
+                                 schema=dataset.schemas[ex.db_id], options=options, memory=memory, run_id=run_id,
                                  samples=samples.get(ex.db_id, ""))
+            if method.gate is not None:
+                memory.gate.end_session(ex.example_id)
+                save_gate_state(memory.gate, gates / f"{position + 1}.json", after=ex.example_id)
             append_jsonl(records_path, result.record)
+            (gates / f"{position - 1}.json").unlink(missing_ok=True)
             if store is not None:
                 store.finalize(result.episode, result.memory)
             if progress:
@@ -184,7 +200,34 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
     finally:
         if store is not None:
             store.close()
+        if audit is not None:
+            audit.close()
     return records_path
+
+
+def _stream_gate(method, out: Path, run_id: str, recorded: int, order: list):
+    """The gate of a gated stream: fresh, or as saved with its last record (a resume); and its audit log."""
+    gates = out / "gates" / run_id
+    gates.mkdir(parents=True, exist_ok=True)
+    (out / "audit").mkdir(exist_ok=True)
+    audit = AuditLog(out / "audit" / f"{run_id}.db")
+    try:
+        if recorded == 0:
+            return Gate(make_policy(method.gate), audit=audit, ledger=Ledger()), audit
+        path = gates / f"{recorded}.json"
+        if not path.exists():
+            raise InvalidInputError(f"{path}: the gate state saved with record {recorded} of {run_id} is missing; "
+                                    "the stream cannot resume exactly (start it again in a new --out)")
+        gate, meta = load_gate_state(path, audit=audit)
+        if meta.get("after") != order[recorded - 1].example_id:
+            raise InvalidInputError(f"{path}: saved after {meta.get('after')!r}, but record {recorded} is "
+                                    f"{order[recorded - 1].example_id!r}")
+        if recorded < len(order):
+            audit.discard_session(order[recorded].example_id)   # decisions of an episode a kill cut short
+        return gate, audit
+    except BaseException:
+        audit.close()
+        raise
 
 
 def run(config: RunConfig, out: Path, *, resume: bool = False, jobs: int = 1, model: ChatModel | None = None,

@@ -19,7 +19,7 @@ ask_feedback                no        nothing yet; the question to put to the us
 "First" is in the order the caller passes: the gate's evidence order (its lead candidate first,
 ``features.FeatureExtractor.ordered``), or the retrieval order for the static baselines.
 Memory is untrusted text: it is neutralised and delimited as everywhere else in repairmem
-(``prompts.neutralize``). Token cost is ``features.estimate_tokens`` of the payload text.
+(``prompts.neutralize``). Token cost is ``estimate_tokens`` of the payload text.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from enum import StrEnum
 from typing import Sequence
 
 from ..errors import InvalidInputError
-from ..prompts import neutralize
+from ..untrusted import neutralize
 from ..types import MemoryVariant
 
 
@@ -64,6 +64,20 @@ INJECTS: tuple[bool, ...] = tuple(a in INJECTING for a in ACTIONS)
 SAFETY_ORDER: tuple[int, ...] = tuple(ACTION_INDEX[a] for a in (
     Action.ABSTAIN, Action.NO_MEMORY, Action.ASK_FEEDBACK, Action.HIGH_PRECISION, Action.TOP1_RESOLUTION,
     Action.TOP3_SUMMARY, Action.HIGH_RECALL))
+LATENCY_BASE_MS = 7.0
+LATENCY_PER_TOKEN_MS = 0.3
+
+
+def estimate_tokens(text: str) -> int:
+    """Prompt tokens of ``text``: ceil(chars / 4), the usual English-text rule of thumb."""
+    return (len(text) + 3) // 4
+
+
+def payload_latency_ms(tokens: int) -> float:
+    """Added prefill latency of a payload: 7 ms + 0.3 ms per token, 0 for an empty payload."""
+    return LATENCY_BASE_MS + LATENCY_PER_TOKEN_MS * tokens if tokens > 0 else 0.0
+
+
 PAYLOAD_K = {Action.TOP1_RESOLUTION: 1, Action.TOP3_SUMMARY: 3, Action.HIGH_PRECISION: 1, Action.HIGH_RECALL: 5}
 
 
@@ -125,7 +139,6 @@ def render_trace(memory: MemoryVariant, index: int) -> str:
 def render(action: Action | str, memories: Sequence[MemoryVariant], *, note: str = "") -> Payload:
     """The payload of ``action`` over the candidate ``memories`` in the gate's order (the lead first;
     see ``features.FeatureExtractor.ordered``; a static baseline passes the retrieval order)."""
-    from .features import estimate_tokens
     action = Action.parse(action)
     if action not in INJECTING or not memories:
         if action is Action.ASK_FEEDBACK and memories and not note:

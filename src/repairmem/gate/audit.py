@@ -1,8 +1,9 @@
 """The gate's audit trail: every decision and its later reward, in one SQLite file (WAL).
 
-Each decision row keeps the query id, the candidate ids and retrieval scores, the 16 features,
+Each decision row keeps the query id, the session, the candidate ids and retrieval scores, the features,
 the per-action scores, the action, its propensity, which safety-override checks fired, the
-payload (memory ids and tokens) and the recorded reason; each reward row keeps the reward, its
+payload (memory ids and tokens), how an ``ask_feedback`` was resolved and the recorded reason;
+each reward row keeps the reward, its
 source and the feedback it came from. So "retrieved but not used, and why" can always be
 answered (``explain``), and off-policy estimators can read the log (``logged``).
 
@@ -28,7 +29,7 @@ from .policies import Decision
 from .reward import Feedback
 
 APPLICATION_ID = 0x52504741  # "RPGA": a repairmem gate audit log
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2     # 2: 17 features (schema compatibility), session and ask resolution columns
 SCHEMA = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE decisions (
@@ -46,7 +47,9 @@ SCHEMA = [
         candidate_scores TEXT NOT NULL,
         payload_ids TEXT NOT NULL,
         payload_tokens INTEGER NOT NULL,
-        reason TEXT NOT NULL)""",
+        reason TEXT NOT NULL,
+        session TEXT NOT NULL DEFAULT '',
+        resolution TEXT NOT NULL DEFAULT '')""",
     """CREATE TABLE rewards (
         decision_id TEXT PRIMARY KEY REFERENCES decisions(decision_id),
         reward REAL NOT NULL,
@@ -72,7 +75,8 @@ def decision_reason(decision: Decision, payload: Payload) -> str:
         checks = []
         for name in decision.override_reasons():
             value = {"family_confidence": x[5], "structural_match": max(x[7], x[8], x[9]),
-                     "historical_false_positive_rate": x[12], "session_rejection_count": x[10]}[name]
+                     "historical_false_positive_rate": x[12], "session_rejection_count": x[10],
+                     "schema_compatibility": 1.0 - x[16]}[name]
             checks.append(f"{name}={value:.3g}")
         return f"safety override: injection forbidden ({', '.join(checks)}); chose {action.value}"
     if x[4] <= 0:
@@ -132,11 +136,16 @@ class AuditLog:
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: audit schema version {version} is newer than this repairmem "
                                  f"supports ({SCHEMA_VERSION}); upgrade repairmem")
+            if version < SCHEMA_VERSION:
+                raise StoreError(f"{self.path}: audit schema version {version} records {len(FEATURE_NAMES) - 1} "
+                                 f"features; this repairmem writes version {SCHEMA_VERSION} "
+                                 f"({len(FEATURE_NAMES)} features): start a new audit log")
 
     # -- writes --------------------------------------------------------------------------------
 
     def record_decision(self, decision: Decision, *, query_id: str, candidates: Sequence[tuple[int, float]],
-                        payload: Payload, decision_id: str | None = None, reason: str | None = None) -> str:
+                        payload: Payload, decision_id: str | None = None, reason: str | None = None,
+                        session: str = "", resolution: str = "") -> str:
         """Store one decision (one transaction); return its id (``d<row>`` unless given)."""
         if not isinstance(decision, Decision):
             raise InvalidInputError(f"record_decision needs a Decision, got {type(decision).__name__}")
@@ -160,12 +169,15 @@ class AuditLog:
             raise InvalidInputError(f"decision for query {query_id}: candidate scores must be finite")
         if decision_id is not None and (not isinstance(decision_id, str) or not decision_id):
             raise InvalidInputError("decision_id must be a non-empty string")
+        if not isinstance(session, str) or resolution not in ("", "confirmed", "declined", "unanswered"):
+            raise InvalidInputError(f"decision for query {query_id}: session must be a string and resolution one "
+                                    f"of confirmed, declined, unanswered (got {session!r}, {resolution!r})")
         reason = reason if reason is not None else decision_reason(decision, payload)
         row = (query_id, decision.policy, action.value, float(p), int(decision.override),
                json.dumps(decision.override_reasons()),
                json.dumps({a.value: _finite_or_none(s) for a, s in zip(ACTIONS, decision.scores)}),
                json.dumps(features), json.dumps(cand_ids), json.dumps(cand_scores),
-               json.dumps(list(payload.memory_ids)), int(payload.tokens), reason)
+               json.dumps(list(payload.memory_ids)), int(payload.tokens), reason, session, resolution)
         with self._write() as db:
             if decision_id is None:
                 next_id = db.execute("SELECT coalesce(max(id), 0) + 1 FROM decisions").fetchone()[0]
@@ -174,7 +186,8 @@ class AuditLog:
                 raise InvalidInputError(f"{self.path}: decision {decision_id} is already recorded")
             db.execute("INSERT INTO decisions (decision_id, query_id, policy, action, propensity, override, "
                        "override_checks, scores, features, candidate_ids, candidate_scores, payload_ids, "
-                       "payload_tokens, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "payload_tokens, reason, session, resolution) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (decision_id, *row))
         return decision_id
 
@@ -197,16 +210,24 @@ class AuditLog:
             db.execute("INSERT INTO rewards (decision_id, reward, source, feedback) VALUES (?, ?, ?, ?)",
                        (decision_id, float(reward), source, data))
 
+    def discard_session(self, session: str) -> int:
+        """Delete the decisions (and rewards) of ``session``: an episode a kill cut short, which a
+        resumed run plays again. Returns how many decisions went."""
+        with self._write() as db:
+            db.execute("DELETE FROM rewards WHERE decision_id IN (SELECT decision_id FROM decisions WHERE session = ?)",
+                       (session,))
+            return db.execute("DELETE FROM decisions WHERE session = ?", (session,)).rowcount
+
     # -- reads ---------------------------------------------------------------------------------
 
     _COLUMNS = ("decision_id", "query_id", "policy", "action", "propensity", "override", "override_checks",
                 "scores", "features", "candidate_ids", "candidate_scores", "payload_ids", "payload_tokens",
-                "reason", "reward", "reward_source", "feedback")
+                "reason", "session", "resolution", "reward", "reward_source", "feedback")
 
     def _rows(self, where: str = "", args: tuple = ()) -> Iterator[dict[str, Any]]:
         sql = ("SELECT d.decision_id, d.query_id, d.policy, d.action, d.propensity, d.override, d.override_checks, "
                "d.scores, d.features, d.candidate_ids, d.candidate_scores, d.payload_ids, d.payload_tokens, "
-               "d.reason, r.reward, r.source, r.feedback FROM decisions d LEFT JOIN rewards r "
+               "d.reason, d.session, d.resolution, r.reward, r.source, r.feedback FROM decisions d LEFT JOIN rewards r "
                f"ON r.decision_id = d.decision_id {where} ORDER BY d.id")
         for row in self._db.execute(sql, args):
             rec = dict(zip(self._COLUMNS, row))
@@ -229,7 +250,7 @@ class AuditLog:
         return self._db.execute("SELECT count(*) FROM decisions").fetchone()[0]
 
     def logged(self, *, policy: str | None = None, rewarded_only: bool = True):
-        """(features (n,16), action indices (n,), propensities (n,), rewards (n,)) for off-policy evaluation."""
+        """(features (n, N_FEATURES), action indices (n,), propensities (n,), rewards (n,)) for off-policy evaluation."""
         import numpy as np
         xs, actions, props, rewards = [], [], [], []
         index = {a.value: i for i, a in enumerate(ACTIONS)}
@@ -262,6 +283,7 @@ class AuditLog:
         return {
             "decision_id": rec["decision_id"], "query_id": rec["query_id"], "policy": rec["policy"],
             "action": rec["action"], "propensity": rec["propensity"], "safety_override": rec["override"],
+            "session": rec["session"], "resolution": rec["resolution"],
             "override_checks": rec["override_checks"], "reason": rec["reason"],
             "features": dict(zip(FEATURE_NAMES, rec["features"])), "scores": rec["scores"],
             "payload": {"memory_ids": rec["payload_ids"], "tokens": rec["payload_tokens"]},

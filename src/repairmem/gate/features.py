@@ -1,7 +1,8 @@
-"""RSCB-MC's state: a fixed 16-feature vector z = psi(q, C) in R^16 (the review's Table 2).
+"""RSCB-MC's state: the review's 16 features (Table 2) plus schema compatibility, z = psi(q, C) in R^17.
 
 Every feature is computed from observable data only: the query's diagnosis (``classify_terminal``
-of the command and log the agent saw), the candidates retrieval returned (``Scored``: the hybrid
+of the command and log the agent saw, or ``classify_sql`` of the status and DBMS error), the
+candidates retrieval returned (``Scored``: the hybrid
 score and the memory with its family, root cause, signatures and feedback counters), the session's
 feedback so far and the prompt's token budget. Nothing reads a ground-truth label.
 
@@ -35,7 +36,18 @@ with the most evidence of applying (see ``FeatureExtractor``): by default the re
                                       review's Table 8)
 14   estimated_token_cost             tokens of that payload, ceil(chars / 4)                     [0, inf)
 15   token_budget_remaining           prompt tokens still free for memory, min(b, 100000)         [0, 1e5]
+16   missing_identifier_share         share of the tables and columns the lead memory's           [0, 1]
+                                      direction (``after``) reads that the current database
+                                      lacks: 1 - schema compatibility; 0 when nothing can be
+                                      checked (terminal memories, no schema given)
 ===  ===============================  =========================================================  ==============
+
+For SQL (``kind="sql"``) the family is MERIT's failure type, the root cause its sub-type, and the
+signatures are ``classify.sql_signatures``: features 7-9 compare the tables and columns the
+memory's queries read with the current query's, feature 6 the literals and error-named
+identifiers. A memory from another database shares none of them, which is the SQL look-alike.
+Schema compatibility enters as its complement so that a memory with nothing to check contributes
+a zero and leaves the learned terminal models exactly as they were.
 
 Signature matches are ``signature_overlap`` (per-field Jaccard, an empty field on either side
 scores 0). The hot path compares cached frozensets with the same formula; a test checks it
@@ -49,45 +61,39 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..classify.sql_signatures import identifiers as sql_identifiers, sql_signatures
 from ..classify.terminal import Signatures, TerminalDiagnosis, classify_terminal
 from ..errors import InvalidInputError
 from ..types import Counters, MemoryVariant
+from .actions import LATENCY_BASE_MS, LATENCY_PER_TOKEN_MS, estimate_tokens, payload_latency_ms, render_resolution
 
 FEATURE_NAMES: tuple[str, ...] = (
     "top1_score", "top2_score", "score_margin", "candidate_entropy", "candidate_count",
     "family_confidence", "entity_match_ratio", "command_signature_match", "path_signature_match",
     "stack_signature_match", "session_rejection_count", "historical_acceptance_rate",
     "historical_false_positive_rate", "estimated_latency_ms", "estimated_token_cost",
-    "token_budget_remaining",
+    "token_budget_remaining", "missing_identifier_share",
 )
 N_FEATURES = len(FEATURE_NAMES)
 INDEX = {name: i for i, name in enumerate(FEATURE_NAMES)}
 # Divisors that bring each feature to about [0, 1] for the linear models (fixed, not learned).
 SCALES: tuple[float, ...] = (1.0, 1.0, 1.0, 1.0, 5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 10.0, 1.0, 1.0,
-                             100.0, 100.0, 4000.0)
+                             100.0, 100.0, 4000.0, 1.0)
 INV_SCALES: tuple[float, ...] = tuple(1.0 / s for s in SCALES)
 
 MAX_REJECTIONS = 10
 MAX_BUDGET = 100_000
-LATENCY_BASE_MS = 7.0
-LATENCY_PER_TOKEN_MS = 0.3
 ACCEPT_PRIOR = (1.0, 2.0)       # (a, b): rate = (accepted + a) / (uses + b)
 FP_PRIOR = (0.2, 2.0)           # rate = (false_positives + a) / (uses + b): prior mean 0.1
 
 
-def estimate_tokens(text: str) -> int:
-    """Prompt tokens of ``text``: ceil(chars / 4), the usual English-text rule of thumb."""
-    return (len(text) + 3) // 4
-
-
-def payload_latency_ms(tokens: int) -> float:
-    """Added prefill latency of a payload: 7 ms + 0.3 ms per token, 0 for an empty payload."""
-    return LATENCY_BASE_MS + LATENCY_PER_TOKEN_MS * tokens if tokens > 0 else 0.0
-
-
 @dataclass(frozen=True)
 class QueryProfile:
-    """What the gate knows about the current failure: its diagnosis and the session around it."""
+    """What the gate knows about the current failure: its diagnosis and the session around it.
+
+    ``database``: for SQL, the identifiers of the current database (``table:x``, ``column:y``), which
+    schema compatibility checks a memory against; None when unknown (nothing is checked).
+    """
 
     query_id: str
     family: str
@@ -96,6 +102,8 @@ class QueryProfile:
     signatures: Signatures
     session_rejections: int = 0
     token_budget: int = 4000
+    kind: str = "terminal"
+    database: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if not (isinstance(self.confidence, (int, float)) and 0.0 <= self.confidence <= 1.0):
@@ -104,6 +112,10 @@ class QueryProfile:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidInputError(f"query {self.query_id}: {name} must be an int >= 0, got {value!r}")
+        if self.kind not in ("sql", "terminal"):
+            raise InvalidInputError(f"query {self.query_id}: kind must be 'sql' or 'terminal', got {self.kind!r}")
+        if self.database is not None:
+            object.__setattr__(self, "database", frozenset(self.database))
 
     @classmethod
     def from_diagnosis(cls, query_id: str, diagnosis: TerminalDiagnosis, **session) -> "QueryProfile":
@@ -116,8 +128,11 @@ class QueryProfile:
 
 
 def signatures_of(memory: MemoryVariant) -> Signatures:
-    """A memory's stored signatures (``MemoryVariant.signatures``) as a ``Signatures``."""
+    """A memory's signatures: stored ones (``MemoryVariant.signatures``), or for SQL those of its
+    before and after queries."""
     s = memory.signatures
+    if memory.kind == "sql" and not s:
+        return sql_signatures(memory.before, memory.after, error=memory.failure_context)
     return Signatures(command=str(s.get("command", "") or ""), paths=tuple(s.get("paths", ()) or ()),
                       stack=tuple(s.get("stack", ()) or ()), entities=tuple(s.get("entities", ()) or ()),
                       error_line=str(s.get("error_line", "") or ""))
@@ -143,7 +158,6 @@ def _jaccard(a: frozenset, b: frozenset) -> float:
 
 def top1_payload_text(memory: MemoryVariant) -> str:
     """The text ``top1_resolution`` puts in the prompt for ``memory`` (see ``actions.render``)."""
-    from .actions import render_resolution
     return render_resolution(memory)
 
 
@@ -161,7 +175,7 @@ def agreement(memory: MemoryVariant, family: str, root_cause: str) -> float:
 
 
 class FeatureExtractor:
-    """``extract(profile, candidates)`` -> the 16 features as a list of floats.
+    """``extract(profile, candidates)`` -> the features as a list of floats.
 
     The gate reads the retrieval's scores (features 0-4) and the evidence of its *lead* candidate
     (features 5-14): the candidate with the highest ``agreement`` with the query's diagnosis, ties
@@ -175,13 +189,27 @@ class FeatureExtractor:
     the caller keeps them elsewhere).
     """
 
-    __slots__ = ("_sig_cache", "_tok_cache", "_profile_key", "_profile_sets")
+    __slots__ = ("_sig_cache", "_tok_cache", "_ident_cache", "_profile_key", "_profile_sets")
 
     def __init__(self) -> None:
         self._sig_cache: dict[int, tuple] = {}
         self._tok_cache: dict[int, int] = {}
+        self._ident_cache: dict[int, frozenset] = {}
         self._profile_key = None
         self._profile_sets = None
+
+    def missing_share(self, profile: QueryProfile, memory: MemoryVariant) -> float:
+        """Share of ``memory``'s SQL identifiers absent from the current database (0: nothing to check)."""
+        if profile.database is None or memory.kind != "sql":
+            return 0.0
+        idents = self._ident_cache.get(memory.id)
+        if idents is None:
+            idents = sql_identifiers(memory.after)     # the direction; ``before`` may name what was wrong
+            if memory.id is not None:
+                self._ident_cache[memory.id] = idents
+        if not idents:
+            return 0.0
+        return len(idents - profile.database) / len(idents)
 
     def _memory_sets(self, memory: MemoryVariant):
         sets = self._sig_cache.get(memory.id)
@@ -242,7 +270,7 @@ class FeatureExtractor:
         rejections = float(min(profile.session_rejections, MAX_REJECTIONS))
         if n == 0:
             return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, rejections,
-                    ACCEPT_PRIOR[0] / ACCEPT_PRIOR[1], FP_PRIOR[0] / FP_PRIOR[1], 0.0, 0.0, budget]
+                    ACCEPT_PRIOR[0] / ACCEPT_PRIOR[1], FP_PRIOR[0] / FP_PRIOR[1], 0.0, 0.0, budget, 0.0]
         if isinstance(candidates[0], tuple):
             memories = [c[0] for c in candidates]
             scores = [float(c[1]) for c in candidates]
@@ -278,17 +306,18 @@ class FeatureExtractor:
             (c.accepted + ACCEPT_PRIOR[0]) / (c.uses + ACCEPT_PRIOR[1]),
             (c.false_positives + FP_PRIOR[0]) / (c.uses + FP_PRIOR[1]),
             LATENCY_BASE_MS + LATENCY_PER_TOKEN_MS * tokens, float(tokens), budget,
+            self.missing_share(profile, memory),
         ]
 
 
 def extract_features(profile: QueryProfile, candidates: Sequence, *,
                      counters: Mapping[int, Counters] | None = None) -> list[float]:
-    """The 16 features of ``profile`` and its ranked ``candidates`` (no cache kept between calls)."""
+    """The features of ``profile`` and its ranked ``candidates`` (no cache kept between calls)."""
     return FeatureExtractor().extract(profile, candidates, counters=counters)
 
 
 def validate(features: Sequence[float], *, where: str = "features") -> list[float]:
-    """``features`` as a list of 16 finite floats, or ``InvalidInputError`` saying what is wrong."""
+    """``features`` as a list of ``N_FEATURES`` finite floats, or ``InvalidInputError`` saying what is wrong."""
     try:
         values = [float(v) for v in features]
     except (TypeError, ValueError):

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import ImportFormatError, InvalidInputError
+from ..files import write_atomic
 from ..types import COUNTER_NAMES, FORMAT_VERSION, Counters, MemoryVariant, Polarity, Provenance
 from .protocol import MemoryStore
 
@@ -158,17 +158,3 @@ def export_jsonl(store: MemoryStore, out_dir: str | os.PathLike) -> dict[str, in
         write_atomic(out / name, "".join(line + "\n" for line in lines))
     return {name: len(lines) for name, lines in by_file.items()}
 
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

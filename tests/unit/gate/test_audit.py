@@ -9,6 +9,7 @@ import pytest
 from repairmem.errors import InvalidInputError, StoreError
 from repairmem.gate.actions import Action, Payload
 from repairmem.gate.audit import AuditLog, UnknownDecisionError, gate_explain_main
+from repairmem.gate.features import FEATURE_NAMES
 from repairmem.gate.policies import RSCBMC, StaticHybrid
 from repairmem.gate.reward import Feedback
 
@@ -111,7 +112,7 @@ def test_logged_arrays_for_off_policy_evaluation(log):
         if i < 2:
             log.record_reward(did, float(i), source="replay")
     X, A, P, R = log.logged()
-    assert X.shape == (2, 16) and list(R) == [0.0, 1.0] and (P == 1.0).all()
+    assert X.shape == (2, len(FEATURE_NAMES)) and list(R) == [0.0, 1.0] and (P == 1.0).all()
 
 
 def test_explain_cli_entry(tmp_path):

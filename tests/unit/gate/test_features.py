@@ -1,4 +1,4 @@
-"""Each of the 16 features on hand-built cases; validation; the lead candidate."""
+"""Each of the 17 features on hand-built cases; validation; the lead candidate."""
 
 import math
 
@@ -43,7 +43,7 @@ def feat(x, name):
 
 
 def test_there_are_sixteen_documented_features():
-    assert N_FEATURES == 16 and len(set(FEATURE_NAMES)) == 16
+    assert N_FEATURES == 17 and len(set(FEATURE_NAMES)) == 17
     import repairmem.gate.features as module
     for name in FEATURE_NAMES:
         assert name in module.__doc__
@@ -120,7 +120,7 @@ def test_session_history_and_costs():
 
 def test_no_candidates():
     x = extract_features(profile(session_rejections=2, token_budget=300), [])
-    assert x == [0.0] * 10 + [2.0, 0.5, 0.1, 0.0, 0.0, 300.0]
+    assert x == [0.0] * 10 + [2.0, 0.5, 0.1, 0.0, 0.0, 300.0, 0.0]
 
 
 def test_the_lead_is_the_candidate_with_the_most_evidence():
@@ -140,7 +140,7 @@ def test_the_lead_is_the_candidate_with_the_most_evidence():
 
 
 @pytest.mark.parametrize("bad", [[float("nan")] + [0.0] * 15, [0.0] * 15 + [float("-inf")], [0.0] * 15,
-                                 [0.0] * 17, "sixteen chars!!!", [None] * 16])
+                                 [0.0] * 18, "seventeen chars!!", [None] * 17])
 def test_validate_rejects_bad_vectors(bad):
     with pytest.raises(InvalidInputError):
         validate(bad)

@@ -5,7 +5,7 @@ import pytest
 
 from repairmem.errors import InvalidInputError
 from repairmem.gate.actions import INJECTS, N_ACTIONS
-from repairmem.gate.features import INV_SCALES
+from repairmem.gate.features import INV_SCALES, N_FEATURES
 from repairmem.gate.policies import LinUCB
 
 from .conftest import HARD_NEGATIVE, SAFE, stream, x_of
@@ -17,8 +17,8 @@ def test_contract(contract):
 
 def test_matches_a_direct_ridge_computation():
     policy = LinUCB(alpha=0.5, ridge=1.0)
-    A = [np.eye(17) for _ in range(N_ACTIONS)]
-    b = [np.zeros(17) for _ in range(N_ACTIONS)]
+    A = [np.eye(N_FEATURES + 1) for _ in range(N_ACTIONS)]
+    b = [np.zeros(N_FEATURES + 1) for _ in range(N_ACTIONS)]
     scale = np.array(INV_SCALES + (1.0,))
     for x, rewards in stream(60):
         d = policy.decide(x)

@@ -5,8 +5,8 @@ import pytest
 
 from repairmem.errors import InvalidInputError
 from repairmem.gate.actions import ACTION_INDEX, INJECTS, N_ACTIONS, Action
-from repairmem.gate.features import INDEX, INV_SCALES
-from repairmem.gate.policies import PAYLOAD_FACTOR, RSCBMC, make_policy
+from repairmem.gate.features import FEATURE_NAMES, INDEX, INV_SCALES, N_FEATURES
+from repairmem.gate.policies import PAYLOAD_FACTOR, PRIOR_FACTOR, RSCBMC, make_policy
 
 from .conftest import EMPTY, HARD_NEGATIVE, SAFE, play, rewards_for, stream, x_of
 
@@ -41,7 +41,8 @@ def test_hard_negative_with_the_highest_lexical_score_is_not_injected_after_lear
 
 
 @pytest.mark.parametrize("feature, value, check", [
-    ("family_confidence", 0.49, "family_confidence"),
+    ("family_confidence", 0.0, "family_confidence"),
+    ("missing_identifier_share", 0.25, "schema_compatibility"),
     ("command_signature_match", 0.0, "structural_match"),
     ("historical_false_positive_rate", 0.31, "historical_false_positive_rate"),
     ("session_rejection_count", 3.0, "session_rejection_count"),
@@ -60,13 +61,14 @@ ASK = ACTION_INDEX[Action.ASK_FEEDBACK]
 
 def test_uncertain_family_evidence_asks_and_contradicting_evidence_does_not_force_a_question():
     policy = RSCBMC(epsilon=1.0, alpha=50.0, seed=3)
-    unsure = x_of(SAFE, family_confidence=0.25)
+    unsure = x_of(SAFE, family_confidence=0.25, entity_match_ratio=0.1, command_signature_match=0.3,
+                  path_signature_match=0.3, stack_signature_match=0.3)     # and the structure is weak
     for _ in range(50):
         d = policy.decide(unsure)
         assert d.index == ASK and d.propensity == 1.0 and d.override_reasons() == ["family_confidence"]
     # the look-alike (family 0) and uncertainty together with another check: abstain/no_memory stay open
     assert {policy.decide(x_of(HARD_NEGATIVE)).index for _ in range(100)} == set(np.flatnonzero(~np.array(INJECTS)))
-    both = x_of(SAFE, family_confidence=0.25, historical_false_positive_rate=0.5)
+    both = x_of(dict(zip(FEATURE_NAMES, unsure)), historical_false_positive_rate=0.5)
     assert {policy.decide(both).index for _ in range(100)} == set(np.flatnonzero(~np.array(INJECTS)))
     # the ablation switch restores the plain override
     plain = RSCBMC(epsilon=1.0, ask_when_uncertain=False, seed=3)
@@ -88,9 +90,9 @@ def _phi(x, mask=()):
 def test_score_is_the_documented_formula():
     events = stream(80)
     policy = RSCBMC(alpha=0.7, mu=1.5, kappa=0.2, lambda_cost=0.8, ridge=2.0)
-    A = [2.0 * np.eye(17) for _ in range(N_ACTIONS)]
-    b = [np.zeros(17) for _ in range(N_ACTIONS)]
-    bfp = [np.zeros(17) for _ in range(N_ACTIONS)]
+    A = [2.0 * np.eye(N_FEATURES + 1) for _ in range(N_ACTIONS)]
+    b = [np.zeros(N_FEATURES + 1) for _ in range(N_ACTIONS)]
+    bfp = [np.zeros(N_FEATURES + 1) for _ in range(N_ACTIONS)]
     for x, rewards in events:
         d = policy.decide(x)
         r = rewards[d.index]
@@ -101,6 +103,7 @@ def test_score_is_the_documented_formula():
         b[d.index] += r * phi
         bfp[d.index] += float(fp) * phi
     x = x_of(SAFE, entity_match_ratio=0.3)
+    evidence = x[5] + max(x[6:10])
     d = policy.decide(x)
     phi = _phi(x)
     cost = 0.8 * (0.001 * x[13] + 0.01 * x[14])
@@ -110,6 +113,7 @@ def test_score_is_the_documented_formula():
         s = (inv @ b[a]) @ phi + 0.7 * w - PAYLOAD_FACTOR[a] * cost
         if INJECTS[a]:
             s -= 1.5 * np.clip((inv @ bfp[a]) @ phi + 0.2 * w, 0, 1)
+        s += (evidence - 0.8) * PRIOR_FACTOR[a] * max(0.0, 1 - len(events) / 20)   # the prior, faded
         assert d.scores[a] == pytest.approx(s, rel=1e-6, abs=1e-9)
         assert policy.A_inv[a] == pytest.approx(inv, rel=1e-6, abs=1e-9)   # Sherman-Morrison == direct inverse
 
@@ -144,9 +148,19 @@ def test_epsilon_propensities_are_exact():
     assert seen <= {round(0.8 + 0.2 / 7, 9), round(0.2 / 7, 9)} and len(seen) == 2
 
 
-@pytest.mark.parametrize("params", [{"alpha": -1}, {"epsilon": 1.5}, {"mu": float("nan")}, {"feature_mask": {16}},
+@pytest.mark.parametrize("params", [{"alpha": -1}, {"epsilon": 1.5}, {"mu": float("nan")}, {"feature_mask": {17}},
                                     {"max_session_rejections": 0}, {"use_override": 1}, {"ask_when_uncertain": "yes"}, {"ridge": 0.0},
                                     {"min_family_confidence": 2.0}])
 def test_invalid_parameters_fail_at_construction(params):
     with pytest.raises(InvalidInputError, match="rscb_mc"):
         make_policy("rscb_mc", **params)
+
+
+def test_prior_fades_as_the_action_is_learned():
+    policy = RSCBMC()
+    x = x_of(SAFE)
+    assert policy.decide(x).injects                        # the prior: strong evidence, fresh gate
+    for _ in range(30):                                    # the injection keeps misleading
+        d = policy.decide(x)
+        policy.update(d, -5.0, false_positive=d.injects)
+    assert not policy.decide(x).injects

@@ -38,7 +38,7 @@ from typing import Callable, Sequence, TextIO
 import numpy as np
 
 from ...errors import InvalidInputError
-from ...gate import counter_increments
+from ...gate import Gate, Ledger
 from ...gate.actions import ACTION_INDEX, ACTIONS, INJECTS, Action
 from ...gate.audit import AuditLog
 from ...gate.features import FeatureExtractor, payload_latency_ms
@@ -132,45 +132,29 @@ def best_reward(p: Prepared) -> float:
     return max(max(p.gate.rewards[j], p.static.rewards[j]) for j in _feasible(p))
 
 
-def _increments(v, a: int, fb) -> dict[int, dict[str, int]]:
-    if a == ASK and v.candidates:
-        top = v.candidates[0].memory.id
-        return {top: {"uses": 1, "accepted": int(fb.accepted), "verified": int(fb.verified),
-                      "rejected": int(not fb.accepted)}}
-    return counter_increments(v.payloads[a], fb)
-
-
 def run_replay(policy: Policy, events: Sequence[Prepared], counters0: dict[int, Counters], *,
                learn: bool = True, audit: AuditLog | None = None) -> dict[str, np.ndarray]:
-    """Run ``policy`` over ``events`` (learning online unless ``learn`` is False); per-event arrays.
-
-    Session state (rejections so far) and the memories' feedback counters evolve with the policy's
-    own outcomes, exactly as the ``Gate`` would write them to the store.
+    """Run ``policy`` over ``events`` through a live ``Gate`` (learning online unless ``learn`` is
+    False); per-event arrays. The gate keeps the session state (rejections so far) and the memories'
+    counters (a ``Ledger`` seeded with ``counters0``) exactly as it does for a live agent; the
+    simulated user answers ``ask_feedback`` with the event's hidden truth.
     """
-    ext = FeatureExtractor()
-    ledger = dict(counters0)
+    gate = Gate(policy, audit=audit, ledger=Ledger(counters0))
     rec: dict[str, list] = {k: [] for k in ("action", "reward", "best", "success", "fp", "verified", "accepted",
                                             "rejected", "injected", "abstain", "ask", "correct_abstain",
                                             "wrong_abstain", "override")}
-    session, rejections = None, 0
+    session = None
     for p in events:
-        if p.case.session != session:
-            session, rejections = p.case.session, 0
+        if str(p.case.session) != session:
+            gate.end_session(session or "")
+            session = str(p.case.session)
         v = p.view(policy.ordering)
-        x = ext.extract(p.profile(rejections), p.candidates, counters=ledger)
-        d = policy.decide(x, truth=v.rewards if policy.needs_truth else None)
-        a = d.index
-        fb, r = v.feedback[a], v.rewards[a]
-        if learn:
-            policy.update(d, r, false_positive=fb.false_positive)
-        if audit is not None:
-            did = audit.record_decision(d, query_id=p.case.case_id, payload=v.payloads[a],
-                                        candidates=[(s.memory.id, s.score) for s in p.candidates])
-            audit.record_reward(did, r, source="replay", feedback=fb)
-        for mid, inc in _increments(v, a, fb).items():
-            ledger[mid] = ledger[mid] + Counters(**inc)
-        if fb.rejected or fb.false_positive or (a == ASK and p.candidates and not fb.accepted):
-            rejections += 1
+        ask = v.feedback[ASK]
+        result = gate.decide(p.profile(), p.candidates, session=session, truth=v.rewards,
+                             confirm=lambda memory: ask.accepted)
+        a = result.decision.index
+        fb = v.feedback[a]
+        r = gate.feedback(result, fb, source="replay", learn=learn)
         rec["action"].append(a)
         rec["reward"].append(r)
         rec["best"].append(best_reward(p))
@@ -179,12 +163,12 @@ def run_replay(policy: Policy, events: Sequence[Prepared], counters0: dict[int, 
         rec["verified"].append(fb.verified)
         rec["accepted"].append(fb.accepted)
         rec["rejected"].append(fb.rejected)
-        rec["injected"].append(bool(v.payloads[a].text) or (a == ASK and fb.accepted))
+        rec["injected"].append(result.injected)
         rec["abstain"].append(a == ABSTAIN)
         rec["ask"].append(a == ASK)
         rec["correct_abstain"].append(fb.correct_abstain)
         rec["wrong_abstain"].append(a == ABSTAIN and any(v.applies[:3]))
-        rec["override"].append(d.override != 0)
+        rec["override"].append(result.decision.override != 0)
     return {k: np.asarray(v) for k, v in rec.items()}
 
 

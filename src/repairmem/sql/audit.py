@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .errors import InvalidInputError, PromptLeakError
+from ..errors import InvalidInputError, PromptLeakError
 
 
 @dataclass(frozen=True, slots=True)

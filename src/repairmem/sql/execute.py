@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 
 __all__ = ["ALLOWED_PRAGMAS", "DENIED_FUNCTIONS", "ExecResult", "NO_RESULT_SET", "execute_readonly"]
 

@@ -23,8 +23,9 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from .errors import InvalidInputError
-from .types import MemoryVariant, Polarity
+from ..errors import InvalidInputError
+from ..types import MemoryVariant, Polarity
+from ..untrusted import neutralize
 
 LAYOUTS = ("paper", "cache")
 
@@ -80,18 +81,6 @@ def prompt_version(dataset: str, kind: str, layout: str = "paper", *, grounded: 
     repair = kind == "repair"
     return (f"{dataset}-{kind}-v3" + ("-cache" if layout == "cache" and repair else "")
             + ("-grounded2" if grounded and repair else ""))
-
-
-# -- untrusted text ---------------------------------------------------------------------------
-
-_DELIMITER = re.compile(r"<{3,}|>{3,}")
-_ANSWER_TAG = re.compile(r"<(/?)\s*answer\s*>", re.IGNORECASE)
-
-
-def neutralize(text: str) -> str:
-    """Make untrusted text safe inside a delimited block: no block delimiters, no answer tags."""
-    text = _DELIMITER.sub(lambda m: "‹" * len(m.group(0)) if m.group(0)[0] == "<" else "›" * len(m.group(0)), text)
-    return _ANSWER_TAG.sub(lambda m: f"[{m.group(1)}answer]", text)
 
 
 MEMORY_BLOCK = re.compile(r"^<<<MEMORY (\d+)>>>\n.*?\n<<<END MEMORY \1>>>$", re.DOTALL | re.MULTILINE)

@@ -1,7 +1,7 @@
 """Execution-match scoring: is a predicted query's denotation the reference's? (Spider, BIRD)
 
 Both scorers execute the reference ("gold") and the prediction with
-:func:`repairmem.sqlexec.execute_readonly` (read-only, one statement, a deadline per execution,
+:func:`repairmem.sql.execute.execute_readonly` (read-only, one statement, a deadline per execution,
 at most ``max_rows`` rows). The verdict's ``outcome`` is the prediction's: TIMEOUT or
 EXECUTION_ERROR (with the observable DBMS error) when it did not run, else CORRECT or
 DENOTATION_MISMATCH. A reference that fails, times out or returns more than ``max_rows`` rows
@@ -65,7 +65,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import InvalidInputError
-from ..sqlexec import ExecResult, execute_readonly
+from .execute import ExecResult, execute_readonly
 from ..types import Outcome
 
 __all__ = [

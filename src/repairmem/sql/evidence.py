@@ -23,7 +23,7 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
-from .sqlexec import ExecResult, execute_readonly
+from .execute import ExecResult, execute_readonly
 
 MAX_CELL = 60
 

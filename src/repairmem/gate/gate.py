@@ -1,0 +1,240 @@
+"""``Gate``: one agent's decide-then-reward cycle over retrieved candidates.
+
+    features (candidates, session) -> policy.decide -> payload (lead first; nothing over budget)
+        -> audit;  feedback (validated against the decision) -> reward -> audit, policy.update,
+        memory counters, session rejections
+
+The gate owns what both live agents and the benchmark must agree on: the session state (how many
+injected memories were rejected or misled in this episode), what ``ask_feedback`` does, which
+feedback a decision can receive, and where the counters go. ``bench.gatebench`` drives this class,
+so benchmark and live use cannot drift.
+
+``ask_feedback`` asks whether the lead memory applies. ``decide`` takes a ``confirm(memory)``
+callable that answers it: a person, or a check the loop can run (the SQL loop checks that every
+table and column the memory reads exists in the current database). ``True`` injects the lead as
+its top-1 resolution (``resolution="confirmed"``), ``False`` injects nothing and counts as a rejection
+(``"declined"``); with no one to ask (no ``confirm``, or it returns None) nothing is injected and
+nothing is rejected (``"unanswered"``). The resolution is recorded with the decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import astuple, dataclass, replace
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from ..errors import InvalidInputError
+from ..files import write_atomic
+from ..types import Counters, MemoryVariant
+from .actions import Action, Payload, estimate_tokens, render, render_resolution
+from .audit import AuditLog
+from .features import FeatureExtractor, QueryProfile
+from .policies import CorruptStateError, Decision, Policy, make_policy, save_policy
+from .reward import Feedback, RewardConfig, reward
+
+Confirm = Callable[[MemoryVariant], "bool | None"]
+
+
+@dataclass
+class GateResult:
+    decision_id: str | None
+    decision: Decision
+    payload: Payload
+    candidates: tuple          # the ``Scored`` candidates (or (memory, score) pairs) the decision saw
+    session: str = ""
+    resolution: str = ""       # ask_feedback only: confirmed | declined | unanswered
+    lead_id: int | None = None  # the candidate the gate's evidence order put first
+    rewarded: bool = False      # set once its feedback has been taken
+
+    @property
+    def injected(self) -> bool:
+        return bool(self.payload.text)
+
+
+def counter_increments(memory_ids: Sequence[int], feedback: Feedback) -> dict[int, dict[str, int]]:
+    """Store counter increments for the memories a decision injected (the first one gets the verdict)."""
+    if not memory_ids:
+        return {}
+    out: dict[int, dict[str, int]] = {mid: {"uses": 1} for mid in memory_ids}
+    first = out[memory_ids[0]]
+    for flag, counter in (("accepted", "accepted"), ("verified", "verified"), ("rejected", "rejected"),
+                          ("false_positive", "false_positives")):
+        if getattr(feedback, flag):
+            first[counter] = 1
+    return out
+
+
+class Ledger:
+    """Memory feedback counters kept in process (replays and benchmarks); ``StoreLedger`` for a store."""
+
+    def __init__(self, initial: Mapping[int, Counters] | None = None) -> None:
+        self._counters: dict[int, Counters] = dict(initial or {})
+
+    def get(self, memory_id: int, default: Counters) -> Counters:
+        return self._counters.get(memory_id, default)
+
+    def add(self, memory_id: int, increments: Mapping[str, int]) -> None:
+        self._counters[memory_id] = self._counters.get(memory_id, Counters()) + Counters(**increments)
+
+    def items(self):
+        return self._counters.items()
+
+
+class StoreLedger:
+    """Counters that live in the memory store: read fresh with each retrieved memory, written back."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+
+    def get(self, memory_id: int, default: Counters) -> Counters:
+        return default
+
+    def add(self, memory_id: int, increments: Mapping[str, int]) -> None:
+        self.store.record_feedback(memory_id, **increments)
+
+
+def _memory(candidate) -> MemoryVariant:
+    return candidate[0] if isinstance(candidate, tuple) else candidate.memory
+
+
+def _score(candidate) -> float:
+    return float(candidate[1] if isinstance(candidate, tuple) else candidate.score)
+
+
+class Gate:
+    """One agent's memory gate: a policy, an optional audit log, the reward weights and a ledger."""
+
+    def __init__(self, policy: Policy, *, audit: AuditLog | None = None,
+                 reward_config: RewardConfig = RewardConfig(), ledger: Ledger | StoreLedger | None = None) -> None:
+        if not isinstance(policy, Policy):
+            raise InvalidInputError(f"Gate needs a Policy (see gate.make_policy), got {type(policy).__name__}")
+        self.policy = policy
+        self.audit = audit
+        self.reward_config = reward_config
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.extractor = FeatureExtractor()
+        self.sessions: dict[str, int] = {}
+
+    def decide(self, profile: QueryProfile, candidates: Sequence, *, session: str = "",
+               confirm: Confirm | None = None, truth: Sequence[float] | None = None) -> GateResult:
+        """Decide for ``profile`` over ``candidates`` (retrieval order); build and record the payload.
+
+        ``session``: the episode the call belongs to (its rejections so far enter the features).
+        ``truth``: per-action rewards, only for policies that need them (the oracle upper bound).
+        """
+        profile = replace(profile, session_rejections=self.sessions.get(session, 0))
+        x = self.extractor.extract(profile, candidates, counters=self.ledger)
+        decision = self.policy.decide(x, truth=truth if self.policy.needs_truth else None)
+        order = (list(candidates) if self.policy.ordering == "retrieval"
+                 else self.extractor.ordered(profile, candidates))
+        memories = [_memory(c) for c in order]
+        payload, resolution = render(decision.action, memories), ""
+        if decision.action is Action.ASK_FEEDBACK and memories:
+            lead = memories[0]
+            answer = confirm(lead) if confirm is not None else None
+            resolution = "unanswered" if answer is None else "confirmed" if answer else "declined"
+            if resolution == "confirmed":
+                text = render_resolution(lead)
+                payload = Payload(Action.ASK_FEEDBACK, text, estimate_tokens(text), (int(lead.id),),
+                                  payload.note + " Confirmed.")
+            else:
+                payload = replace(payload, note=payload.note + (" Declined." if answer is False else
+                                                                " No one to ask: nothing injected."))
+        if payload.tokens > profile.token_budget:
+            payload = Payload(payload.action, "", 0, (), f"over budget: {payload.tokens} tokens > "
+                                                          f"{profile.token_budget} remaining")
+        decision_id = None
+        if self.audit is not None:
+            decision_id = self.audit.record_decision(decision, query_id=profile.query_id,
+                                                     candidates=[(_memory(c).id, _score(c)) for c in candidates],
+                                                     payload=payload, session=session, resolution=resolution)
+        return GateResult(decision_id, decision, payload, tuple(candidates), session, resolution,
+                          memories[0].id if memories else None)
+
+    def check_feedback(self, result: GateResult, feedback: Feedback) -> None:
+        """``InvalidInputError`` unless ``feedback`` can describe what ``result`` did."""
+        if not isinstance(feedback, Feedback):
+            raise InvalidInputError(f"feedback must be a Feedback, got {type(feedback).__name__}")
+        where = f"decision {result.decision_id or '(unaudited)'} ({result.decision.action.value})"
+        if result.rewarded:
+            raise InvalidInputError(f"{where} already has its feedback")
+        if result.injected:
+            if feedback.correct_abstain:
+                raise InvalidInputError(f"{where} injected memory {list(result.payload.memory_ids)}: "
+                                        "correct_abstain does not apply")
+            return
+        about = [f for f in ("accepted", "verified", "false_positive") if getattr(feedback, f)]
+        if feedback.rejected and result.resolution != "declined":
+            about.append("rejected")
+        if about:
+            raise InvalidInputError(f"{where} injected nothing: feedback about an injection that never happened "
+                                    f"({', '.join(about)}); report success or correct_abstain only")
+
+    def feedback(self, result: GateResult, feedback: Feedback, *, source: str = "verifier",
+                 learn: bool = True) -> float:
+        """Validate ``feedback`` against the decision, score it, and write it everywhere it goes:
+        the audit log, the policy (unless ``learn`` is False), the memories' counters and the session."""
+        self.check_feedback(result, feedback)
+        r = reward(feedback, self.reward_config)
+        if self.audit is not None and result.decision_id is not None:
+            self.audit.record_reward(result.decision_id, r, source=source, feedback=feedback)
+        result.rewarded = True
+        if learn:
+            self.policy.update(result.decision, r, false_positive=feedback.false_positive)
+        increments = counter_increments(result.payload.memory_ids, feedback)
+        if result.resolution == "declined" and result.lead_id is not None:
+            increments = {int(result.lead_id): {"uses": 1, "rejected": 1}}
+        for mid, inc in increments.items():
+            self.ledger.add(mid, inc)
+        asked = result.decision.action is Action.ASK_FEEDBACK and result.candidates
+        if feedback.rejected or feedback.false_positive or (asked and not feedback.accepted
+                                                            and result.resolution != "unanswered"):
+            self.sessions[result.session] = self.sessions.get(result.session, 0) + 1
+        return r
+
+    def end_session(self, session: str) -> None:
+        """Forget a finished episode's rejections."""
+        self.sessions.pop(session, None)
+
+    def save(self, path) -> None:
+        save_policy(self.policy, path)
+
+
+GATE_STATE_FORMAT = "repairmem-gate-state"
+
+
+def save_gate_state(gate: Gate, path, **meta) -> None:
+    """Write the gate's learned state (policy parameters, state and RNG; the ledger's counters) to
+    ``path`` atomically with a checksum, so a resumed run continues exactly where it stopped."""
+    if not isinstance(gate.ledger, Ledger):
+        raise InvalidInputError("save_gate_state: the counters of a StoreLedger live in the store; save the policy")
+    body = {"format": GATE_STATE_FORMAT, "version": 1, "policy": gate.policy.name, "params": gate.policy.params(),
+            "state": gate.policy.state(), "meta": meta,
+            "ledger": {str(k): list(astuple(c)) for k, c in sorted(gate.ledger.items())}}
+    write_atomic(Path(path), json.dumps({**body, "sha256": _digest(body)}, sort_keys=True) + "\n")
+
+
+def load_gate_state(path, **gate_options) -> tuple[Gate, dict]:
+    """(``Gate``, meta) restored from ``save_gate_state``'s file; ``CorruptStateError`` if it cannot be trusted."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptStateError(f"{path}: cannot read gate state ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != GATE_STATE_FORMAT or data.get("version") != 1:
+        raise CorruptStateError(f"{path}: not a repairmem gate state file (version 1)")
+    if data.pop("sha256", None) != _digest(data):
+        raise CorruptStateError(f"{path}: checksum mismatch - the gate state was modified or partly written")
+    try:
+        policy = make_policy(data["policy"], **data["params"])
+        ledger = Ledger({int(k): Counters(*v) for k, v in data["ledger"].items()})
+    except (InvalidInputError, KeyError, TypeError, ValueError) as exc:
+        raise CorruptStateError(f"{path}: invalid gate state ({exc})") from None
+    policy.load_state(data["state"], where=str(path))
+    return Gate(policy, ledger=ledger, **gate_options), data.get("meta", {})
+
+
+def _digest(body) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

@@ -1,0 +1,111 @@
+"""``Memory``: the README example, feedback checked against the decision, the gate over SQL schemas."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from repairmem import Attempt, Episode, InvalidInputError, Memory, SqlFailure, TerminalFailure
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_readme_example_runs(tmp_path, monkeypatch, capsys):
+    blocks = re.findall(r"^```python\n(.*?)^```$", README.read_text(), re.DOTALL | re.MULTILINE)
+    example = next(b for b in blocks if "Memory.open" in b)
+    assert len(example.strip().splitlines()) <= 20
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "README.md", "exec"), {})
+    action, *_ = capsys.readouterr().out.split()
+    assert action != "abstain" and (tmp_path / "memory.db.gate.json").exists()
+    with Memory.open("memory.db") as again:          # the policy's state was saved and comes back
+        assert again.gate.policy.t == 1 and again.stats()["variants"] == 1
+
+
+def _db(path: Path, ddl: str) -> Path:
+    with sqlite3.connect(path) as con:
+        con.executescript(ddl)
+    con.close()
+    return path
+
+
+def _episode(i: int, db: str, before: str, error: str, after: str) -> Episode:
+    return Episode(episode_id=f"run/q{i}", query_id=f"q{i}", position=i, namespace=db, finalized=True,
+                   question=f"question {i}", attempts=(Attempt(before, "EXECUTION_ERROR", error, "Schema Linking",
+                                                               "no_such_column"), Attempt(after, "CORRECT")))
+
+
+@pytest.fixture
+def sql_memory(tmp_path):
+    concert = _db(tmp_path / "concert.sqlite", "CREATE TABLE singer (id INT, name TEXT, age INT, country TEXT);")
+    shop = _db(tmp_path / "shop.sqlite", "CREATE TABLE product (id INT, name TEXT, price REAL);")
+    memory = Memory.open(tmp_path / "m.db", encoder="hashing")
+    memory.record(_episode(1, "concert", "SELECT nam FROM singer", "no such column: nam", "SELECT name FROM singer"))
+    memory.record(_episode(2, "shop", "SELECT nme FROM product", "no such column: nme", "SELECT name FROM product"))
+    yield memory, concert, shop
+    memory.close()
+
+
+def test_gate_refuses_a_memory_whose_tables_the_database_lacks_and_injects_a_same_database_one(sql_memory):
+    memory, concert, shop = sql_memory
+    here = memory.recall(SqlFailure("Names of singers?", "SELECT nmae FROM singer", "EXECUTION_ERROR",
+                                    "no such column: nmae", database="concert", db_path=concert),
+                         query_id="q3", scope="same", position=3)
+    assert here.injected and [m.namespace for m in here.positives] == ["concert"], here.why
+    assert "SELECT name FROM singer" in here.text and "<<<MEMORY 1>>>" in here.text
+    # the shop memory, offered to a concert query (global scope, shop ranked first by the same error shape)
+    there = memory.recall(SqlFailure("Names of products?", "SELECT nme FROM singer", "EXECUTION_ERROR",
+                                     "no such column: nme", database="concert", db_path=concert),
+                          query_id="q4", position=3)
+    assert all(m.namespace == "concert" for m in there.positives), there.why
+    info = memory.explain(there.id)
+    foreign = [c for c in info["candidates"] if c["id"] == 2]
+    assert foreign and foreign[0]["status"] != "injected"
+
+
+def test_reward_reaches_the_policy_the_audit_log_and_the_counters(sql_memory):
+    memory, concert, _ = sql_memory
+    recall = memory.recall(SqlFailure("Ages?", "SELECT agee FROM singer", "EXECUTION_ERROR", "no such column: agee",
+                                      database="concert", db_path=concert), query_id="q5", scope="same", position=3)
+    assert recall.injected
+    t = memory.gate.policy.t
+    r = memory.feedback(recall.id, accepted=True, verified=True)
+    assert memory.gate.policy.t == t + 1
+    assert memory.audit.get(recall.id)["reward"] == pytest.approx(r) and r > 2
+    counters = memory.store.get([recall.memory_ids[0]])[0].counters
+    assert (counters.uses, counters.accepted, counters.verified) == (1, 1, 1)
+    with pytest.raises(InvalidInputError, match="no open recall"):
+        memory.feedback(recall.id, accepted=True)
+
+
+def test_feedback_about_an_injection_that_never_happened_is_an_error(tmp_path):
+    with Memory.open(tmp_path / "empty.db", encoder="hashing") as memory:
+        recall = memory.recall(TerminalFailure("pytest", "ModuleNotFoundError: No module named 'yaml'"),
+                               query_id="t1")
+        assert not recall.injected and recall.text == "" and recall.action in ("abstain", "no_memory")
+        with pytest.raises(InvalidInputError, match="never happened"):
+            memory.feedback(recall.id, accepted=True, verified=True)
+        assert memory.feedback(recall.id, correct_abstain=True) == pytest.approx(0.5)
+        with pytest.raises(InvalidInputError, match="no open recall"):
+            memory.feedback("d999")
+
+
+def test_without_a_policy_every_retrieved_memory_is_injected(tmp_path):
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:
+        memory.record(_episode(1, "a", "SELECT x FROM t", "no such column: x", "SELECT y FROM t"))
+        recall = memory.recall(SqlFailure("q", "SELECT z FROM t", "EXECUTION_ERROR", "no such column: z",
+                                          database="b"), query_id="q2")
+        assert recall.action == "always_inject" and recall.memory_ids == (1,)
+        assert not (tmp_path / "m.db.audit.db").exists()
+
+
+def test_bad_failures_are_clear_errors():
+    with pytest.raises(InvalidInputError, match="CORRECT"):
+        SqlFailure("q", "SELECT 1", "CORRECT")
+    with pytest.raises(InvalidInputError, match="unknown outcome"):
+        SqlFailure("q", "SELECT 1", "BROKEN")
+    with pytest.raises(InvalidInputError, match="command or a log"):
+        TerminalFailure("", "  ")
