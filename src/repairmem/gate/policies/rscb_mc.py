@@ -1,0 +1,189 @@
+"""RSCB-MC: risk-regularised contextual scores with a safety override, on the ``linear`` models.
+
+Reference: Iscan (2026) "Learning When to Remember" arXiv:2604.27283 (RSCB-MC: risk-regularised
+score, safety override).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+from ...errors import InvalidInputError
+from ..actions import INJECTS, N_ACTIONS
+from ..features import INDEX, N_FEATURES
+from .base import ALL, _ASK_ONLY, _COUNT, _INJECT_IDX, _NEG_INF, _SAFE_IDX, Decision, _argmax, _check_x, _number
+from .linear import _Linear
+
+# Payload size of each action relative to the top-1 payload (cost prior of RSCB-MC).
+PAYLOAD_FACTOR = (0.0, 1.0, 2.5, 0.7, 6.0, 0.0, 0.0)
+# How much RSCB-MC's prior trusts each injecting action (the smaller the payload, the more).
+PRIOR_FACTOR = (0.0, 0.8, 0.5, 1.0, 0.3, 0.0, 0.0)
+
+
+@dataclass
+class RSCBMC(_Linear):
+    """RSCB-MC: risk-regularised contextual scores with a safety override (Iscan 2026, Section 3).
+
+        S(a, x) = R^(a, x) + alpha w_a(x) - mu p^_fp(a, x) - lambda_c c^(a, x)
+        R^(a, x)    = theta_a^T phi                     contextual reward model (ridge, full reward)
+        w_a(x)      = sqrt(phi^T A_a^-1 phi)            exploration bonus (optimism in the reward)
+        p^_fp(a, x) = clip(rho_a^T phi + kappa w_a, 0, 1) for injecting a, else 0
+                                                        contextual risk model (ridge on I_false_positive)
+        c^(a, x)    = f_a (0.001 L + 0.01 T)            cost prior from the top-1 payload's latency L and
+                                                        tokens T, f_a the action's payload size (top-1 = 1)
+
+    R^ is fitted to the full reward, which already charges latency and tokens, so the cost prior is
+    off by default (lambda_c = 0); lambda_c > 0 adds cost aversion on top (e.g. a tight budget).
+
+    The safety override removes the four injecting actions (abstain, no_memory and ask_feedback
+    remain) when the risk evidence says so - any of:
+
+    - family_confidence < ``min_family_confidence`` (the classifier does not put the top-1 memory
+      in the query's family and root cause with enough confidence);
+    - max(command, path, stack signature match) < ``min_structural_match``;
+    - historical_false_positive_rate > ``max_fp_rate``;
+    - session_rejection_count >= ``max_session_rejections``;
+    - missing_identifier_share > ``max_missing_identifiers`` (a SQL memory that reads tables or
+      columns the current database lacks: the SQL look-alike).
+
+    Prior. Until an action has been tried the linear models know nothing, and every score ties
+    (the tie goes to abstain). RSCB-MC therefore adds a prior that fades as the action is learned:
+
+        prior_a(x) = prior_weight f_a (e(x) - prior_threshold) max(0, 1 - t / n0),
+        e(x) = family_confidence + max(entity, command, path, stack match)
+
+    for injecting actions (f_a = 1, 0.8, 0.5, 0.3 for high_precision, top1, top3, high_recall:
+    the smaller the payload, the more the prior trusts it), 0 otherwise; t is the number of
+    updates so far and n0 = ``prior_count``. A fresh gate thus injects a short hint when the
+    evidence is strong and abstains when it is weak; after n0 outcomes the learned scores alone
+    decide (a prior that lingers tips near-ties on look-alikes: 3 % unsafe injections at smoke scale).
+
+    Uncertain is not contradicted: when the family check is the only one that fires and
+    family_confidence > 0 (the classifier is unsure, but does not read another family or root
+    cause), ``ask_when_uncertain`` leaves ``ask_feedback`` as the only allowed action: the user
+    confirms a memory that applies (it is then injected) or declines it. A family_confidence of 0
+    (the lead memory belongs to another family or cause: the look-alike) and every other check
+    leave the three non-injecting actions to the learned scores, as above. At full benchmark
+    scale this rule turns 0.6 points of replay success lost to wrong abstentions into 0.2 points
+    above LinUCB, with no hard negative injected (``docs/results.md``).
+
+    Checks on masked features (ablations) are skipped. With ``epsilon`` > 0 the policy explores
+    uniformly among the *allowed* actions (never past the override); the propensity is exact.
+    ``allow_abstention=False`` (ablation) removes the three non-injecting actions whenever there is
+    a candidate, and with them the override; ``contextual=False`` (ablation) reduces both models to
+    per-action means (phi = (0, ..., 0, 1)) while the override still reads the features.
+    """
+
+    name: ClassVar[str] = "rscb_mc"
+    alpha: float = 1.0
+    mu: float = 2.0
+    kappa: float = 0.0
+    lambda_cost: float = 0.0
+    epsilon: float = 0.0
+    min_family_confidence: float = 0.5
+    min_structural_match: float = 0.2
+    max_fp_rate: float = 0.3
+    max_session_rejections: int = 3
+    max_missing_identifiers: float = 0.0
+    prior_weight: float = 1.0
+    prior_threshold: float = 0.8
+    prior_count: float = 20.0
+    allow_abstention: bool = True
+    use_override: bool = True
+    ask_when_uncertain: bool = True
+    contextual: bool = True
+    seed: int = 0
+
+    def _validate(self) -> None:
+        super()._validate()
+        for key in ("alpha", "mu", "kappa", "lambda_cost"):
+            _number(self.name, key, getattr(self, key), low=0.0)
+        _number(self.name, "epsilon", self.epsilon, low=0.0, high=1.0)
+        _number(self.name, "min_family_confidence", self.min_family_confidence, low=0.0, high=1.0)
+        _number(self.name, "min_structural_match", self.min_structural_match, low=0.0, high=1.0)
+        _number(self.name, "max_fp_rate", self.max_fp_rate, low=0.0, high=1.0)
+        _number(self.name, "max_missing_identifiers", self.max_missing_identifiers, low=0.0, high=1.0)
+        _number(self.name, "prior_weight", self.prior_weight, low=0.0)
+        _number(self.name, "prior_threshold", self.prior_threshold, low=0.0, high=2.0)
+        _number(self.name, "prior_count", self.prior_count, low=0.0)
+        if isinstance(self.max_session_rejections, bool) or not isinstance(self.max_session_rejections, int) \
+                or self.max_session_rejections < 1:
+            raise InvalidInputError(f"{self.name}: max_session_rejections must be an int >= 1, "
+                                    f"got {self.max_session_rejections!r}")
+        for key in ("allow_abstention", "use_override", "ask_when_uncertain", "contextual"):
+            if not isinstance(getattr(self, key), bool):
+                raise InvalidInputError(f"{self.name}: {key} must be a bool, got {getattr(self, key)!r}")
+
+    def _init_state(self) -> None:
+        super()._init_state()
+        if not self.contextual:     # ablation: per-action means only (the override still reads x)
+            self._scale[:N_FEATURES] = 0.0
+            self._after_load()
+        m = self.feature_mask
+        self._check_family = INDEX["family_confidence"] not in m
+        self._struct = tuple(INDEX[k] for k in ("command_signature_match", "path_signature_match",
+                                                 "stack_signature_match") if INDEX[k] not in m)
+        self._check_fp = INDEX["historical_false_positive_rate"] not in m
+        self._check_rej = INDEX["session_rejection_count"] not in m
+        self._check_schema = INDEX["missing_identifier_share"] not in m
+        self._lat = INDEX["estimated_latency_ms"]
+        self._tok = INDEX["estimated_token_cost"]
+        self._lat_w = 0.0 if self._lat in m else 0.001
+        self._tok_w = 0.0 if self._tok in m else 0.01
+
+    def _evidence(self, x: Sequence[float]) -> float:
+        return x[5] + max(x[6], x[7], x[8], x[9])
+
+    def override_flags(self, x: Sequence[float]) -> int:
+        """Bit flags of the override checks that fire for features ``x`` (see ``OVERRIDE_CHECKS``)."""
+        flags = 0
+        if self._check_family and x[5] < self.min_family_confidence:
+            flags |= 1
+        if self._struct and max(x[i] for i in self._struct) < self.min_structural_match:
+            flags |= 2
+        if self._check_fp and x[12] > self.max_fp_rate:
+            flags |= 4
+        if self._check_rej and x[10] >= self.max_session_rejections:
+            flags |= 8
+        if self._check_schema and x[16] > self.max_missing_identifiers:
+            flags |= 16
+        return flags
+
+    def decide(self, x, *, truth=None) -> Decision:
+        x = _check_x(x)
+        flags = 0
+        if x[_COUNT] <= 0:
+            allowed = _SAFE_IDX
+        elif not self.allow_abstention:
+            allowed = _INJECT_IDX
+        else:
+            if self.use_override:
+                flags = self.override_flags(x)
+            allowed = ALL if not flags else _ASK_ONLY if (
+                flags == 1 and x[5] > 0 and self.ask_when_uncertain) else _SAFE_IDX
+        mean, risk, w2 = self._predict(x)
+        mean, risk, w2 = mean.tolist(), risk.tolist(), w2.tolist()
+        cost = self.lambda_cost * (self._lat_w * x[self._lat] + self._tok_w * x[self._tok])
+        alpha, mu, kappa = self.alpha, self.mu, self.kappa
+        fade = 1.0 - self.t / self.prior_count if self.t < self.prior_count else 0.0
+        prior = self.prior_weight * (self._evidence(x) - self.prior_threshold) * fade if fade else 0.0
+        scores = [_NEG_INF] * N_ACTIONS
+        for j in allowed:
+            w = math.sqrt(w2[j]) if w2[j] > 0 else 0.0
+            s = mean[j] + alpha * w - PAYLOAD_FACTOR[j] * cost
+            if prior and PRIOR_FACTOR[j]:
+                s += prior * PRIOR_FACTOR[j]
+            if INJECTS[j] and mu:
+                p = risk[j] + kappa * w
+                s -= mu * (0.0 if p < 0 else 1.0 if p > 1 else p)
+            scores[j] = s
+        scores = tuple(scores)
+        i = greedy = _argmax(scores, allowed)
+        p = 1.0
+        if self.epsilon > 0:
+            if self.rng.random() < self.epsilon:
+                i = allowed[int(self.rng.integers(len(allowed)))]
+            p = self.epsilon / len(allowed) + (1.0 - self.epsilon if i == greedy else 0.0)
+        return Decision(i, scores, p, tuple(x), self.name, flags)
