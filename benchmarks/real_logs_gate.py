@@ -353,6 +353,7 @@ def _line(r: dict) -> str:
 
 def report(res: dict, data: Path) -> str:
     t, lk, h = res["true_match"], res["lookalike"], res["holdout"]
+    refused = Counter(lk["not_injected_by_action"]) + Counter(h["not_injected_by_action"])
     out = [f"real logs gate: {len(res['stored'])} memories stored, {t['n']} true-match queries, "
            f"{lk['n']} look-alike queries, {h['n']} held-out look-alike queries "
            f"(encoder {res['encoder']}, policy {res['policy']}, fresh gate per query; data {data})", ""]
@@ -368,7 +369,7 @@ def report(res: dict, data: Path) -> str:
         ("look-alike (held out): injected (false positive)", _pct(res["holdout_false_positive"])),
         ("look-alike (all): false-positive rate", _pct(res["lookalike_false_positive"])),
         ("look-alike (all): refused", f"{lk['not_injected'] + h['not_injected']}/{lk['n'] + h['n']} "
-                                      f"({_actions(Counter(lk['not_injected_by_action']) + Counter(h['not_injected_by_action']))})"),
+                                      f"({_actions(dict(refused))})"),
     )
     width = max(len(label) for label, _ in headline) + 1
     out.extend(f"{label + ':':<{width}} {value}" for label, value in headline)
