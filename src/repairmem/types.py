@@ -14,6 +14,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .check import check_int, check_str
 from .errors import InvalidInputError
 
 FORMAT_VERSION = 3
@@ -90,8 +91,7 @@ class Attempt:
     failure_subtype: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.text, str):
-            raise InvalidInputError(f"attempt text must be a string, got {type(self.text).__name__}")
+        check_str(self.text, "attempt text")
         object.__setattr__(self, "outcome", Outcome.parse(self.outcome))
 
 
@@ -116,10 +116,8 @@ class Episode:
 
     def __post_init__(self) -> None:
         for name in ("episode_id", "query_id", "namespace"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise InvalidInputError(f"episode {name} must be a non-empty string")
-        if isinstance(self.position, bool) or not isinstance(self.position, int) or self.position < 0:
-            raise InvalidInputError(f"episode {self.episode_id}: position must be an int >= 0, got {self.position!r}")
+            check_str(getattr(self, name), f"episode {name}", empty=False)
+        check_int(self.position, "position", low=0, where=f"episode {self.episode_id}")
         object.__setattr__(self, "attempts", tuple(self.attempts))
 
     @property
@@ -138,8 +136,7 @@ class Provenance:
     namespace: str = ""
 
     def __post_init__(self) -> None:
-        if isinstance(self.source_pos, bool) or not isinstance(self.source_pos, int) or self.source_pos < 0:
-            raise InvalidInputError(f"provenance source_pos must be an int >= 0, got {self.source_pos!r}")
+        check_int(self.source_pos, "provenance source_pos", low=0)
         if not self.source_query or not self.episode_id:
             raise InvalidInputError("provenance needs a source_query and an episode_id")
 
@@ -156,9 +153,7 @@ class Counters:
 
     def __post_init__(self) -> None:
         for name in COUNTER_NAMES:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInputError(f"counter {name} must be an int >= 0, got {value!r}")
+            check_int(getattr(self, name), f"counter {name}", low=0)
 
     def __add__(self, other: "Counters") -> "Counters":
         return Counters(**{n: getattr(self, n) + getattr(other, n) for n in COUNTER_NAMES})
@@ -218,8 +213,7 @@ class MemoryVariant:
                 raise InvalidInputError(f"memory {name} must be a non-empty string")
         for name in ("question", "before", "after", "failure_subtype", "root_cause", "context",
                      "failure_context", "error"):
-            if not isinstance(getattr(self, name), str):
-                raise InvalidInputError(f"memory {name} must be a string, got {type(getattr(self, name)).__name__}")
+            check_str(getattr(self, name), f"memory {name}")
         if self.polarity is Polarity.POSITIVE and self.outcome is not Outcome.CORRECT:
             raise InvalidInputError("a positive memory records a verified correction: its outcome must be CORRECT")
         if self.polarity is Polarity.NEGATIVE and self.outcome is Outcome.CORRECT:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..check import check_number
 from ..errors import InvalidInputError
 
 TASK_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -96,9 +97,7 @@ def bundled_tasks_dir() -> Path:
 
 def _positive(meta: dict[str, Any], section: str, default: float, where: Path) -> float:
     value = (meta.get(section) or {}).get("timeout_sec", default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise InvalidInputError(f"{where}: [{section}] timeout_sec must be a number > 0, got {value!r}")
-    return float(value)
+    return check_number(value, f"[{section}] timeout_sec", low=0, low_open=True, where=str(where))
 
 
 def load_task(path: str | Path) -> TaskSpec:

@@ -103,6 +103,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..check import check_int
 from ..errors import InvalidInputError
 from ..files import append_jsonl, read_jsonl_lines
 from ..llm.protocol import (ChatModel, ChatResult, GenerationConfig, LLMError, Message, ReplayMissError,
@@ -223,14 +224,10 @@ class AgentConfig:
         GenerationConfig(temperature=self.retry_temperature)   # validates type and range
         if not self.retry_temperature > 0:
             raise InvalidInputError("retry_temperature must be > 0: a greedy retry repeats the failed attempt")
-        for name in ("max_steps", "max_output_bytes", "max_idle_replies", "hint_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidInputError(f"{name} must be an int >= 1, got {value!r}")
-        if self.max_output_bytes < 64:
-            raise InvalidInputError(f"max_output_bytes must be >= 64, got {self.max_output_bytes}")
-        if isinstance(self.hint_min_step, bool) or not isinstance(self.hint_min_step, int) or self.hint_min_step < 0:
-            raise InvalidInputError(f"hint_min_step must be an int >= 0, got {self.hint_min_step!r}")
+        for name in ("max_steps", "max_idle_replies", "hint_every"):
+            check_int(getattr(self, name), name, low=1)
+        check_int(self.max_output_bytes, "max_output_bytes", low=64)
+        check_int(self.hint_min_step, "hint_min_step", low=0)
         if not self.command_timeout_s > 0 or (self.task_timeout_s is not None and not self.task_timeout_s > 0):
             raise InvalidInputError("command_timeout_s and task_timeout_s must be > 0")
         if self.tool_result_role not in ("tool", "user"):
@@ -705,8 +702,7 @@ class AgentRunConfig:
 
     def __post_init__(self) -> None:
         setting = memory_setting(self.memory)
-        if isinstance(self.passes, bool) or not isinstance(self.passes, int) or self.passes < 1:
-            raise InvalidInputError(f"passes must be an int >= 1, got {self.passes!r}")
+        check_int(self.passes, "passes", low=1)
         if setting.seeded and not self.seed_from:
             raise InvalidInputError(f"memory {self.memory} is seeded: give --seed-from RUN_DIR (an earlier run)")
         if self.seed_from and not setting.seeded:

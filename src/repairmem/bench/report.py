@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
 
 from .. import __version__
-from ..errors import InvalidInputError
+from ..check import check_int
 from .metrics import ABLATIONS, Run, load_run, method_label, run_metrics
 from .stats import compare_methods
 
@@ -501,8 +501,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, baseline: str = "iterative",
                  bootstrap: int = 10_000, seed: int = 0, cluster: str = "query") -> ReportPaths:
     """Read ``run_dir``, write the report files into ``out_dir`` (default ``RUN_DIR/report``)."""
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
-        raise InvalidInputError(f"bootstrap must be an int >= 1, got {bootstrap!r}")
+    check_int(bootstrap, "bootstrap", low=1)
     run = load_run(run_dir)
     metrics = build_metrics(run, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
     out = Path(out_dir) if out_dir is not None else run.path / "report"

@@ -111,6 +111,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from ..check import check_str
 from ..errors import InvalidInputError
 
 __all__ = [
@@ -854,10 +855,9 @@ def _infer_command(log: str, error_pos: int) -> str:
 # --- public API -----------------------------------------------------------------------------------
 
 def _check(log: object, command: object) -> tuple[str, str]:
-    if not isinstance(log, str):
-        raise InvalidInputError(f"log must be a string, got {type(log).__name__}")
-    if command is not None and not isinstance(command, str):
-        raise InvalidInputError(f"command must be a string or None, got {type(command).__name__}")
+    check_str(log, "log")
+    if command is not None:
+        check_str(command, "command", note=" or None")
     return log[-MAX_LOG_CHARS:], (command or "").strip()
 
 

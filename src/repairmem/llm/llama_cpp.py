@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..check import check_int
 from ..errors import InvalidInputError
 from .protocol import (DEFAULT_CONFIG, ChatResult, ContextWindowError, GenerationConfig, Message,
                        ModelUnavailableError, ToolCall, Usage)
@@ -120,8 +121,7 @@ class LlamaCppModel:
 
     def __init__(self, model_path: str | os.PathLike[str], n_ctx: int = 4096, n_threads: int = 2, seed: int = 0,
                  verbose: bool = False, *, name: str | None = None, prompt_cache_mb: int = 512) -> None:
-        if isinstance(prompt_cache_mb, bool) or not isinstance(prompt_cache_mb, int) or prompt_cache_mb < 0:
-            raise InvalidInputError(f"prompt_cache_mb must be an int >= 0 (0: no RAM cache), got {prompt_cache_mb!r}")
+        check_int(prompt_cache_mb, "prompt_cache_mb", low=0, note=" (0: no RAM cache)")
         llama_cpp = import_llama_cpp()
         path = Path(model_path)
         if not path.is_file():

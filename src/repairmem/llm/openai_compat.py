@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
+from ..check import check_int
 from ..errors import InvalidInputError
 from .protocol import (DEFAULT_CONFIG, ChatResult, ContextWindowError, GenerationConfig, Message,
                        ModelResponseError, ModelUnavailableError, ModelUnreachableError, ToolCall, Usage)
@@ -56,8 +57,7 @@ class OpenAICompatModel:
             raise InvalidInputError("OpenAI-compatible backend needs a model name")
         if not base_url.startswith(("http://", "https://")):
             raise InvalidInputError(f"base URL must start with http:// or https://, got {base_url!r}")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or not 0 <= max_retries <= 10:
-            raise InvalidInputError(f"max_retries must be an int in [0, 10], got {max_retries!r}")
+        check_int(max_retries, "max_retries", low=0, high=10)
         if backoff_s < 0 or max_backoff_s < 0 or timeout_s <= 0 or connect_timeout_s <= 0:
             raise InvalidInputError("timeouts must be > 0 and backoffs >= 0")
         httpx = _import_httpx()

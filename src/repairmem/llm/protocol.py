@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
+from ..check import check_int, check_number, check_str
 from ..errors import InvalidInputError, RepairmemError
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -84,8 +84,7 @@ class Message:
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise InvalidInputError(f"message role must be one of {', '.join(ROLES)}, got {self.role!r}")
-        if not isinstance(self.content, str):
-            raise InvalidInputError(f"message content must be a string, got {type(self.content).__name__}")
+        check_str(self.content, "message content")
 
     def to_dict(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
@@ -105,9 +104,7 @@ class Usage:
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "completion_tokens", "cached_prompt_tokens"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInputError(f"usage {name} must be an int >= 0, got {value!r}")
+            check_int(getattr(self, name), f"usage {name}", low=0)
 
     @property
     def total_tokens(self) -> int:
@@ -168,16 +165,10 @@ class GenerationConfig:
     stop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1:
-            raise InvalidInputError(f"max_tokens must be an int >= 1, got {self.max_tokens!r}")
-        if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)):
-            raise InvalidInputError(f"temperature must be a number, got {self.temperature!r}")
-        if not math.isfinite(self.temperature) or not 0.0 <= self.temperature <= 2.0:
-            raise InvalidInputError(f"temperature must be in [0, 2], got {self.temperature!r}")
-        object.__setattr__(self, "temperature", float(self.temperature))
-        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)
-                                      or self.seed < 0):
-            raise InvalidInputError(f"seed must be None or an int >= 0, got {self.seed!r}")
+        check_int(self.max_tokens, "max_tokens", low=1)
+        object.__setattr__(self, "temperature", check_number(self.temperature, "temperature", low=0, high=2))
+        if self.seed is not None:
+            check_int(self.seed, "seed", low=0, note=" or None")
         if isinstance(self.stop, str):
             raise InvalidInputError(f"stop must be a sequence of strings, not one string: {self.stop!r}")
         stop = tuple(self.stop)

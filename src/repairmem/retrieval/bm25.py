@@ -44,13 +44,13 @@ Per query the cost is O(pool) plus O(exceptions of the query terms over the whol
 from __future__ import annotations
 
 import math
-import numbers
 import re
 import threading
 from collections import Counter
 
 import numpy as np
 
+from ..check import check_number
 from ..errors import InvalidInputError
 
 __all__ = ["BM25Index", "tokenize"]
@@ -144,15 +144,8 @@ class BM25Index:
     """
 
     def __init__(self, *, k1: float = 1.5, b: float = 0.75) -> None:
-        for name, value in (("k1", k1), ("b", b)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-                raise InvalidInputError(f"BM25 {name} must be a finite number, got {value!r}")
-        if k1 < 0:
-            raise InvalidInputError(f"BM25 k1 must be >= 0, got {k1!r}")
-        if not 0 <= b <= 1:
-            raise InvalidInputError(f"BM25 b must be in [0, 1], got {b!r}")
-        self.k1 = float(k1)
-        self.b = float(b)
+        self.k1 = check_number(k1, "BM25 k1", low=0)
+        self.b = check_number(b, "BM25 b", low=0, high=1)
         self._n = 0                                   # rows == documents, in insertion order
         self._lengths = np.empty(1024)                # |d| in tokens, per row
         self._row_of: dict[int, int] = {}             # doc_id -> row (authoritative)

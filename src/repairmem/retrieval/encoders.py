@@ -29,6 +29,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from ..check import check_int, check_str
 from ..errors import InvalidInputError, RepairmemError
 from .bm25 import tokenize
 
@@ -68,8 +69,7 @@ def _texts(texts: Sequence[str]) -> list[str]:
         raise InvalidInputError("encode() takes a sequence of strings, not a single string; wrap it in a list")
     items = list(texts)
     for i, text in enumerate(items):
-        if not isinstance(text, str):
-            raise InvalidInputError(f"encode(): text {i} must be a string, got {type(text).__name__}")
+        check_str(text, f"text {i}", where="encode()")
     return items
 
 
@@ -115,8 +115,7 @@ class SentenceTransformerEncoder:
     def __init__(self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 32) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidInputError(f"encoder model must be a non-empty name or path, got {model!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidInputError(f"encoder batch_size must be an int >= 1, got {batch_size!r}")
+        check_int(batch_size, "encoder batch_size", low=1)
         model = model.strip()
         bundled = model.lower() in _MINILM_NAMES
         location = str(minilm_model_path()) if bundled else model
@@ -201,10 +200,8 @@ class HashingEncoder:
     """
 
     def __init__(self, dim: int = 256, seed: int = 0) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise InvalidInputError(f"hashing encoder dim must be an int >= 1, got {dim!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-            raise InvalidInputError(f"hashing encoder seed must be an int in [0, 2**64), got {seed!r}")
+        check_int(dim, "hashing encoder dim", low=1)
+        check_int(seed, "hashing encoder seed", low=0, high=2**64, high_open=True)
         self.dim = dim
         self.seed = seed
         self.name = f"hashing:{dim}" if seed == 0 else f"hashing:{dim}:seed={seed}"
@@ -255,8 +252,7 @@ def resolve_encoder(spec: str | None) -> Encoder:
     """
     if spec is None:
         return SentenceTransformerEncoder()
-    if not isinstance(spec, str):
-        raise InvalidInputError(f"encoder spec must be a string or None, got {type(spec).__name__}")
+    check_str(spec, "encoder spec", note=" or None")
     text = spec.strip()
     key = text.lower()
     if key in ("default", "minilm"):

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..check import check_int, check_number
 from ..errors import InvalidInputError
 from ..types import MemoryVariant, Polarity, Scope, SqlFailureType
 from .index import MemoryIndex
@@ -58,13 +59,9 @@ class RetrievalConfig:
         if self.type_mode not in TYPE_MODES:
             raise InvalidInputError(f"{self.name}: type_mode {self.type_mode!r} not in {TYPE_MODES}")
         for name in ("k_positive", "k_negative", "k_pooled", "typed_min"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInputError(f"{self.name}: {name} must be an int >= 0, got {value!r}")
+            check_int(getattr(self, name), name, low=0, where=self.name)
         for name in ("dense_weight", "bm25_weight", "type_bonus"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
-                raise InvalidInputError(f"{self.name}: {name} must be a finite number >= 0, got {value!r}")
+            check_number(getattr(self, name), name, low=0, where=self.name)
         if self.dense_weight + self.bm25_weight <= 0 and self.type_mode != "random":
             raise InvalidInputError(f"{self.name}: dense_weight + bm25_weight must be > 0")
 

@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import InvalidInputError, PromptLeakError
+from ..check import check_str
+from ..errors import PromptLeakError
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +107,7 @@ def check_prompt(prompt: str, *, reference_sql: str | None, reference_rows: Sequ
 
     ``where`` names the prompt (e.g. ``"spider_dev/417 step 3"``) in the error.
     """
-    if not isinstance(prompt, str):
-        raise InvalidInputError(f"{where}: prompt must be a string, got {type(prompt).__name__}")
+    check_str(prompt, "prompt", where=where)
     if not (reference_sql and reference_sql.strip()):
         raise PromptLeakError(f"{where}: the prompt audit needs the reference SQL of the current example "
                               "to prove the prompt does not contain it; refusing to pass an unchecked prompt")

@@ -38,6 +38,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ..check import check_int
 from ..errors import InvalidInputError
 
 __all__ = ["Dataset", "Example", "load_dataset", "quote_identifier", "render_schema"]
@@ -85,8 +86,8 @@ def load_dataset(kind: str, root: str | PathLike[str], *, limit: int | None = No
     layout = _LAYOUTS.get(str(kind).strip().lower()) if isinstance(kind, str) else None
     if layout is None:
         raise InvalidInputError(f"unknown dataset kind {kind!r}; expected 'spider' or 'bird'")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise InvalidInputError(f"limit must be an int >= 0 or None, got {limit!r}")
+    if limit is not None:
+        check_int(limit, "limit", low=0, note=" or None")
     if isinstance(subset, str):
         raise InvalidInputError("subset must be a sequence of example ids, not a single string")
     root = Path(root)

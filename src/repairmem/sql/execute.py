@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
+from ..check import check_int, check_number, check_str
 from ..errors import InvalidInputError
 
 __all__ = ["ALLOWED_PRAGMAS", "DENIED_FUNCTIONS", "ExecResult", "NO_RESULT_SET", "execute_readonly"]
@@ -84,12 +85,9 @@ class ExecResult:
 def execute_readonly(db_path: str | PathLike[str], sql: str, *, timeout_s: float = 60.0,
                      max_rows: int = 10_000) -> ExecResult:
     """Execute the single statement ``sql`` read-only on ``db_path`` (see the module docstring)."""
-    if not isinstance(sql, str):
-        raise InvalidInputError(f"sql must be a string, got {type(sql).__name__}")
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
-        raise InvalidInputError(f"timeout_s must be a number > 0, got {timeout_s!r}")
-    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0:
-        raise InvalidInputError(f"max_rows must be an int >= 0, got {max_rows!r}")
+    check_str(sql, "sql")
+    check_number(timeout_s, "timeout_s", low=0, low_open=True)
+    check_int(max_rows, "max_rows", low=0)
     path = Path(db_path)
     if not path.is_file():
         raise InvalidInputError(f"database file not found: {path} (nothing was created)")

@@ -64,9 +64,10 @@ from os import PathLike
 import sqlglot
 from sqlglot import exp
 
+from ..check import check_str
 from ..errors import InvalidInputError
-from .execute import ExecResult, execute_readonly
 from ..types import Outcome
+from .execute import ExecResult, execute_readonly
 
 __all__ = [
     "SCORING_MAX_ROWS", "Verdict", "gold_order_matters", "official_spider_form", "results_match_bird",
@@ -161,8 +162,7 @@ _CUR_YEAR = re.compile(r"YEAR\s*\(\s*CURDATE\s*\(\s*\)\s*\)\s*", re.IGNORECASE)
 
 def official_spider_form(sql: str, *, keep_distinct: bool = False) -> str:
     """``sql`` as the test-suite evaluator executes it: postprocess, replace_cur_year, remove_distinct."""
-    if not isinstance(sql, str):
-        raise InvalidInputError(f"sql must be a string, got {type(sql).__name__}")
+    check_str(sql, "sql")
     text = sql.replace("> =", ">=").replace("< =", "<=").replace("! =", "!=")
     text = _CUR_YEAR.sub("2020", text)
     if keep_distinct:

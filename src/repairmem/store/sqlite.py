@@ -23,6 +23,7 @@ from typing import Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
+from ..check import check_int
 from ..errors import InvalidInputError, StoreError
 from ..sqlite_wal import connect_wal, write_transaction
 from ..types import (
@@ -352,8 +353,7 @@ class SQLiteMemoryStore:
         if unknown:
             raise InvalidInputError(f"unknown counter(s) {sorted(unknown)}; expected {', '.join(COUNTER_NAMES)}")
         for name, value in increments.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInputError(f"counter increment {name} must be an int >= 0, got {value!r}")
+            check_int(value, f"counter increment {name}", low=0)
         if not increments:
             return
         with self._write() as db:
@@ -405,8 +405,7 @@ class SQLiteMemoryStore:
     def eligible_ids(self, *, position: int, query_id: str, namespace: str, scope: Scope = Scope.GLOBAL,
                      polarity: Polarity | None = None, kind: str | None = None,
                      failure_type: str | None = None) -> np.ndarray:
-        if isinstance(position, bool) or not isinstance(position, int):
-            raise InvalidInputError(f"position must be an int, got {position!r}")
+        check_int(position, "position")
         if not query_id:
             raise InvalidInputError("query_id must be non-empty: it is how a query's own memories are excluded")
         scope = Scope.parse(scope)

@@ -1,0 +1,51 @@
+"""The validation helper: what it accepts, and error messages that name what and where."""
+
+import math
+
+import pytest
+
+from repairmem.check import check_bool, check_int, check_number, check_str
+from repairmem.errors import InvalidInputError
+
+
+def test_check_int_accepts_ints_in_range_and_returns_them():
+    assert check_int(0, "n", low=0) == 0
+    assert check_int(10, "n", low=0, high=10) == 10
+    assert check_int(-5, "n") == -5
+
+
+@pytest.mark.parametrize("value", [True, 1.0, "1", None, -1, 11])
+def test_check_int_rejects_bools_non_ints_and_out_of_range(value):
+    with pytest.raises(InvalidInputError, match=r"^where: n must be an int in \[0, 10\], got "):
+        check_int(value, "n", low=0, high=10, where="where")
+
+
+def test_messages_name_the_bounds():
+    with pytest.raises(InvalidInputError, match=r"^passes must be an int >= 1, got 0$"):
+        check_int(0, "passes", low=1)
+    with pytest.raises(InvalidInputError, match=r"seed must be an int in \[0, 18446744073709551616\), got"):
+        check_int(2**64, "seed", low=0, high=2**64, high_open=True)
+    with pytest.raises(InvalidInputError, match=r"^limit must be an int >= 0 or None, got -1$"):
+        check_int(-1, "limit", low=0, note=" or None")
+    with pytest.raises(InvalidInputError, match=r"^timeout_s must be a finite number > 0, got 0$"):
+        check_number(0, "timeout_s", low=0, low_open=True)
+    with pytest.raises(InvalidInputError, match=r"^x must be a finite number <= 1, got 2$"):
+        check_number(2, "x", high=1)
+
+
+def test_check_number_returns_a_float_and_rejects_bool_nan_inf():
+    assert check_number(1, "x") == 1.0 and isinstance(check_number(1, "x"), float)
+    for bad in (True, math.nan, math.inf, -math.inf, "1", None):
+        with pytest.raises(InvalidInputError, match="x must be a finite number"):
+            check_number(bad, "x")
+
+
+def test_check_bool_and_check_str():
+    assert check_bool(False, "flag") is False
+    with pytest.raises(InvalidInputError, match=r"^p: flag must be a bool, got 1$"):
+        check_bool(1, "flag", where="p")
+    assert check_str("", "s") == ""
+    with pytest.raises(InvalidInputError, match=r"^s must be a non-empty string, got ''$"):
+        check_str("", "s", empty=False)
+    with pytest.raises(InvalidInputError, match=r"^log must be a string, got bytes$"):
+        check_str(b"x" * 10_000, "log")     # the type, not a 10 kB repr
