@@ -58,7 +58,8 @@ class RSCBMC(_Linear):
     the smaller the payload, the more the prior trusts it), 0 otherwise; t is the number of
     updates so far and n0 = ``prior_count``. A fresh gate thus injects a short hint when the
     evidence is strong and abstains when it is weak; after n0 outcomes the learned scores alone
-    decide (a prior that lingers tips near-ties on look-alikes: 3 % unsafe injections at smoke scale).
+    decide (a prior that lingers tips near-ties on look-alikes). The prior reads only unmasked
+    features and is off in the ``contextual=False`` ablation, which it would otherwise undo.
 
     Uncertain is not contradicted: when the family check is the only one that fires and
     family_confidence > 0 (the classifier is unsure, but does not read another family or root
@@ -123,6 +124,8 @@ class RSCBMC(_Linear):
             self._after_load()
         m = self.feature_mask
         self._check_family = INDEX["family_confidence"] not in m
+        self._match = tuple(INDEX[k] for k in ("entity_match_ratio", "command_signature_match",
+                                                "path_signature_match", "stack_signature_match") if INDEX[k] not in m)
         self._struct = tuple(INDEX[k] for k in ("command_signature_match", "path_signature_match",
                                                  "stack_signature_match") if INDEX[k] not in m)
         self._check_fp = INDEX["historical_false_positive_rate"] not in m
@@ -134,7 +137,9 @@ class RSCBMC(_Linear):
         self._tok_w = 0.0 if self._tok in m else 0.01
 
     def _evidence(self, x: Sequence[float]) -> float:
-        return x[5] + max(x[6], x[7], x[8], x[9])
+        """e(x) over the features the policy sees (an ablation's masked features do not count)."""
+        family = x[5] if self._check_family else 0.0
+        return family + max((x[i] for i in self._match), default=0.0)
 
     def override_flags(self, x: Sequence[float]) -> int:
         """Bit flags of the override checks that fire for features ``x`` (see ``OVERRIDE_CHECKS``)."""
@@ -167,7 +172,7 @@ class RSCBMC(_Linear):
         mean, risk, w2 = mean.tolist(), risk.tolist(), w2.tolist()
         cost = self.lambda_cost * (self._lat_w * x[self._lat] + self._tok_w * x[self._tok])
         alpha, mu, kappa = self.alpha, self.mu, self.kappa
-        fade = 1.0 - self.t / self.prior_count if self.t < self.prior_count else 0.0
+        fade = 1.0 - self.t / self.prior_count if self.t < self.prior_count and self.contextual else 0.0
         prior = self.prior_weight * (self._evidence(x) - self.prior_threshold) * fade if fade else 0.0
         scores = [_NEG_INF] * N_ACTIONS
         for j in allowed:
