@@ -29,7 +29,7 @@ from .policies import Decision
 from .reward import Feedback
 
 APPLICATION_ID = 0x52504741  # "RPGA": a repairmem gate audit log
-SCHEMA_VERSION = 2     # 2: 17 features (schema compatibility), session and ask resolution columns
+SCHEMA_VERSION = 2     # 2: 18 features (schema compatibility, error line), session and ask resolution columns
 SCHEMA = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE decisions (
@@ -74,7 +74,7 @@ def decision_reason(decision: Decision, payload: Payload) -> str:
     if decision.override:
         checks = []
         for name in decision.override_reasons():
-            value = {"family_confidence": x[5], "structural_match": max(x[7], x[8], x[9]),
+            value = {"family_confidence": x[5], "structural_match": max(x[7], x[8], x[9], x[17]),
                      "historical_false_positive_rate": x[12], "session_rejection_count": x[10],
                      "schema_compatibility": 1.0 - x[16]}[name]
             checks.append(f"{name}={value:.3g}")
@@ -137,7 +137,7 @@ class AuditLog:
                 raise StoreError(f"{self.path}: audit schema version {version} is newer than this repairmem "
                                  f"supports ({SCHEMA_VERSION}); upgrade repairmem")
             if version < SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: audit schema version {version} records {len(FEATURE_NAMES) - 1} "
+                raise StoreError(f"{self.path}: audit schema version {version} records 16 "
                                  f"features; this repairmem writes version {SCHEMA_VERSION} "
                                  f"({len(FEATURE_NAMES)} features): start a new audit log")
 

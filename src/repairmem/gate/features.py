@@ -1,4 +1,4 @@
-"""RSCB-MC's state: the review's 16 features (Table 2) plus schema compatibility, z = psi(q, C) in R^17.
+"""RSCB-MC's state: the review's 16 features (Table 2), schema compatibility and error-line match, in R^18.
 
 Every feature is computed from observable data only: the query's diagnosis (``classify_terminal``
 of the command and log the agent saw, or ``classify_sql`` of the status and DBMS error), the
@@ -26,7 +26,9 @@ with the most evidence of applying (see ``FeatureExtractor``): by default the re
  6   entity_match_ratio               Jaccard of the typed entities (query vs lead memory)        [0, 1]
  7   command_signature_match          Jaccard of the command-signature tokens                     [0, 1]
  8   path_signature_match             Jaccard of the normalised paths                             [0, 1]
- 9   stack_signature_match            Jaccard of the stack signatures                             [0, 1]
+ 9   stack_signature_match            Jaccard of the stack frames (``file:function``; the         [0, 1]
+                                      exception type alone is the family's evidence, not
+                                      structure)
 10   session_rejection_count          min(r, 10): injected memories rejected or found false-      [0, 10]
                                       positive earlier in this session
 11   historical_acceptance_rate       (accepted + 1) / (uses + 2) of the lead memory              (0, 1)
@@ -40,6 +42,9 @@ with the most evidence of applying (see ``FeatureExtractor``): by default the re
                                       direction (``after``) reads that the current database
                                       lacks: 1 - schema compatibility; 0 when nothing can be
                                       checked (terminal memories, no schema given)
+17   error_line_match                 Jaccard of the error lines' words, with quoted names,       [0, 1]
+                                      paths, numbers and stop words removed: the same failure
+                                      in another project shares its message, not its paths
 ===  ===============================  =========================================================  ==============
 
 For SQL (``kind="sql"``) the family is MERIT's failure type, the root cause its sub-type, and the
@@ -50,14 +55,15 @@ Schema compatibility enters as its complement so that a memory with nothing to c
 a zero and leaves the learned terminal models exactly as they were.
 
 Signature matches are ``signature_overlap`` (per-field Jaccard, an empty field on either side
-scores 0). The hot path compares cached frozensets with the same formula; a test checks it
-agrees with ``signature_overlap``. ``SCALES`` divides each feature into roughly [0, 1] for the
+scores 0), except that the stack compares frames only. The hot path compares cached frozensets
+with the same formula; a test checks it agrees with ``signature_overlap``. ``SCALES`` divides each feature into roughly [0, 1] for the
 linear models; ``validate`` rejects NaN, infinite or wrong-length vectors.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -72,13 +78,13 @@ FEATURE_NAMES: tuple[str, ...] = (
     "family_confidence", "entity_match_ratio", "command_signature_match", "path_signature_match",
     "stack_signature_match", "session_rejection_count", "historical_acceptance_rate",
     "historical_false_positive_rate", "estimated_latency_ms", "estimated_token_cost",
-    "token_budget_remaining", "missing_identifier_share",
+    "token_budget_remaining", "missing_identifier_share", "error_line_match",
 )
 N_FEATURES = len(FEATURE_NAMES)
 INDEX = {name: i for i, name in enumerate(FEATURE_NAMES)}
 # Divisors that bring each feature to about [0, 1] for the linear models (fixed, not learned).
 SCALES: tuple[float, ...] = (1.0, 1.0, 1.0, 1.0, 5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 10.0, 1.0, 1.0,
-                             100.0, 100.0, 4000.0, 1.0)
+                             100.0, 100.0, 4000.0, 1.0, 1.0)
 INV_SCALES: tuple[float, ...] = tuple(1.0 / s for s in SCALES)
 
 MAX_REJECTIONS = 10
@@ -144,9 +150,23 @@ def signature_memory_dict(sig: Signatures) -> dict:
             "entities": list(sig.entities), "error_line": sig.error_line}
 
 
-def _sets(sig: Signatures) -> tuple[frozenset, frozenset, frozenset, frozenset]:
-    return (frozenset(sig.command.split()) - {"&&"}, frozenset(sig.paths), frozenset(sig.stack),
-            frozenset(sig.entities))
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`|‘[^’]*’")
+_WORD = re.compile(r"[a-z_][a-z0-9_]+")
+_STOP = frozenset("""the a an of to in is are was not no for on at by and or with from be this that it its as
+    error errors failed failure cannot could can""".split())
+
+
+def error_words(line: str) -> frozenset[str]:
+    """The words of an error line that name the failure, not the instance: quoted names, paths and
+    numbers removed, lower-cased, stop words dropped."""
+    text = _QUOTED.sub(" ", line.lower())
+    text = " ".join(tok for tok in text.split() if "/" not in tok and "\\" not in tok)
+    return frozenset(w for w in _WORD.findall(text) if w not in _STOP)
+
+
+def _sets(sig: Signatures) -> tuple[frozenset, ...]:
+    return (frozenset(sig.command.split()) - {"&&"}, frozenset(sig.paths),
+            frozenset(f for f in sig.stack if ":" in f), frozenset(sig.entities), error_words(sig.error_line))
 
 
 def _jaccard(a: frozenset, b: frozenset) -> float:
@@ -179,7 +199,8 @@ class FeatureExtractor:
 
     The gate reads the retrieval's scores (features 0-4) and the evidence of its *lead* candidate
     (features 5-14): the candidate with the highest ``agreement`` with the query's diagnosis, ties
-    broken by the largest max(command, path, stack) Jaccard, then by retrieval rank. The lead is the
+    broken by the largest sum of the command, path, stack and error-line Jaccards, then by retrieval
+    rank. The lead is the
     retrieval top-1 unless another candidate carries more evidence (a look-alike ranked first, say);
     ``ordered`` puts it first, and the injecting actions lead with it.
 
@@ -245,11 +266,12 @@ class FeatureExtractor:
             elif a == best_agree:
                 group.append(i)
         if len(group) > 1:
-            q_cmd, q_paths, q_stack, _ = self._query_sets(profile)
+            q_cmd, q_paths, q_stack, _, q_err = self._query_sets(profile)
             best_overlap = -1.0
             for i in group:
-                m_cmd, m_paths, m_stack, _ = self._memory_sets(memories[i])
-                o = max(_jaccard(q_cmd, m_cmd), _jaccard(q_paths, m_paths), _jaccard(q_stack, m_stack))
+                m_cmd, m_paths, m_stack, _, m_err = self._memory_sets(memories[i])
+                o = (_jaccard(q_cmd, m_cmd) + _jaccard(q_paths, m_paths) + _jaccard(q_stack, m_stack)
+                     + _jaccard(q_err, m_err))
                 if o > best_overlap:
                     best, best_overlap = i, o
         return best, best_agree
@@ -270,7 +292,7 @@ class FeatureExtractor:
         rejections = float(min(profile.session_rejections, MAX_REJECTIONS))
         if n == 0:
             return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, rejections,
-                    ACCEPT_PRIOR[0] / ACCEPT_PRIOR[1], FP_PRIOR[0] / FP_PRIOR[1], 0.0, 0.0, budget, 0.0]
+                    ACCEPT_PRIOR[0] / ACCEPT_PRIOR[1], FP_PRIOR[0] / FP_PRIOR[1], 0.0, 0.0, budget, 0.0, 0.0]
         if isinstance(candidates[0], tuple):
             memories = [c[0] for c in candidates]
             scores = [float(c[1]) for c in candidates]
@@ -294,8 +316,8 @@ class FeatureExtractor:
         i, agree = self.lead(profile, memories) if n > 1 else (0, agreement(memories[0], profile.family,
                                                                                profile.root_cause))
         memory = memories[i]
-        q_cmd, q_paths, q_stack, q_ent = self._query_sets(profile)
-        m_cmd, m_paths, m_stack, m_ent = self._memory_sets(memory)
+        q_cmd, q_paths, q_stack, q_ent, q_err = self._query_sets(profile)
+        m_cmd, m_paths, m_stack, m_ent, m_err = self._memory_sets(memory)
         c = memory.counters if counters is None else counters.get(memory.id, memory.counters)
         tokens = self._tokens(memory)
         return [
@@ -306,7 +328,7 @@ class FeatureExtractor:
             (c.accepted + ACCEPT_PRIOR[0]) / (c.uses + ACCEPT_PRIOR[1]),
             (c.false_positives + FP_PRIOR[0]) / (c.uses + FP_PRIOR[1]),
             LATENCY_BASE_MS + LATENCY_PER_TOKEN_MS * tokens, float(tokens), budget,
-            self.missing_share(profile, memory),
+            self.missing_share(profile, memory), _jaccard(q_err, m_err),
         ]
 
 

@@ -1,4 +1,4 @@
-"""Each of the 17 features on hand-built cases; validation; the lead candidate."""
+"""Each of the 18 features on hand-built cases; validation; the lead candidate."""
 
 import math
 
@@ -43,7 +43,7 @@ def feat(x, name):
 
 
 def test_there_are_sixteen_documented_features():
-    assert N_FEATURES == 17 and len(set(FEATURE_NAMES)) == 17
+    assert N_FEATURES == 18 and len(set(FEATURE_NAMES)) == 18
     import repairmem.gate.features as module
     for name in FEATURE_NAMES:
         assert name in module.__doc__
@@ -89,7 +89,10 @@ def test_signature_matches_are_signature_overlap_of_the_lead():
     assert feat(x, "entity_match_ratio") == pytest.approx(expected["entities"])
     assert feat(x, "command_signature_match") == pytest.approx(expected["command"])
     assert feat(x, "path_signature_match") == pytest.approx(expected["paths"])
-    assert feat(x, "stack_signature_match") == pytest.approx(expected["stack"])
+    frames = lambda sig: {f for f in sig.stack if ":" in f}   # noqa: E731 - the gate compares frames only
+    m_sig = extract_signatures(m.failure_context, m.before)
+    inter = frames(q.signatures) & frames(m_sig)
+    assert feat(x, "stack_signature_match") == pytest.approx(len(inter) / len(frames(q.signatures) | frames(m_sig)))
     assert 0 < expected["stack"] and expected["command"] < 1
 
 
@@ -120,7 +123,7 @@ def test_session_history_and_costs():
 
 def test_no_candidates():
     x = extract_features(profile(session_rejections=2, token_budget=300), [])
-    assert x == [0.0] * 10 + [2.0, 0.5, 0.1, 0.0, 0.0, 300.0, 0.0]
+    assert x == [0.0] * 10 + [2.0, 0.5, 0.1, 0.0, 0.0, 300.0, 0.0, 0.0]
 
 
 def test_the_lead_is_the_candidate_with_the_most_evidence():
@@ -140,7 +143,7 @@ def test_the_lead_is_the_candidate_with_the_most_evidence():
 
 
 @pytest.mark.parametrize("bad", [[float("nan")] + [0.0] * 15, [0.0] * 15 + [float("-inf")], [0.0] * 15,
-                                 [0.0] * 18, "seventeen chars!!", [None] * 17])
+                                 [0.0] * 19, "eighteen chars!!!!", [None] * 18])
 def test_validate_rejects_bad_vectors(bad):
     with pytest.raises(InvalidInputError):
         validate(bad)

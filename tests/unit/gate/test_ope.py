@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from repairmem.bench.gatebench.ope import estimate, fit_q
+from repairmem.gate.features import N_FEATURES
 from repairmem.errors import InvalidInputError
 
 
@@ -14,7 +15,7 @@ def onehot(actions, k=7):
 
 
 def test_hand_computed_values():
-    X = np.zeros((3, 17))
+    X = np.zeros((3, N_FEATURES))
     A = np.array([1, 5, 1])
     P = np.array([0.5, 0.25, 0.5])
     R = np.array([2.0, 0.5, -4.0])
@@ -33,7 +34,7 @@ def test_hand_computed_values():
 def test_unbiased_on_a_simulated_uniform_log():
     rng = np.random.default_rng(0)
     n = 4000
-    X = rng.random((n, 17))
+    X = rng.random((n, N_FEATURES))
     true = np.stack([X[:, 0] * a for a in range(7)], axis=1) - 1.0    # reward of every action
     A = rng.integers(0, 7, n)
     P = np.full(n, 1 / 7)
@@ -49,16 +50,16 @@ def test_unbiased_on_a_simulated_uniform_log():
 
 def test_cross_fitted_reward_model_shape():
     rng = np.random.default_rng(1)
-    X, A, R = rng.random((50, 17)), rng.integers(0, 7, 50), rng.random(50)
+    X, A, R = rng.random((50, N_FEATURES)), rng.integers(0, 7, 50), rng.random(50)
     assert fit_q(X, A, R).shape == (50, 7)
 
 
 @pytest.mark.parametrize("P", [np.array([0.0, 0.5]), np.array([0.5, 1.5])])
 def test_bad_logs_are_errors(P):
     with pytest.raises(InvalidInputError):
-        estimate(np.zeros((2, 17)), np.array([0, 1]), P, np.zeros(2), onehot([0, 1]))
+        estimate(np.zeros((2, N_FEATURES)), np.array([0, 1]), P, np.zeros(2), onehot([0, 1]))
 
 
 def test_target_must_be_a_distribution():
     with pytest.raises(InvalidInputError, match="pi_e"):
-        estimate(np.zeros((2, 17)), np.array([0, 1]), np.array([0.5, 0.5]), np.zeros(2), np.ones((2, 7)))
+        estimate(np.zeros((2, N_FEATURES)), np.array([0, 1]), np.array([0.5, 0.5]), np.zeros(2), np.ones((2, 7)))

@@ -148,7 +148,7 @@ def test_epsilon_propensities_are_exact():
     assert seen <= {round(0.8 + 0.2 / 7, 9), round(0.2 / 7, 9)} and len(seen) == 2
 
 
-@pytest.mark.parametrize("params", [{"alpha": -1}, {"epsilon": 1.5}, {"mu": float("nan")}, {"feature_mask": {17}},
+@pytest.mark.parametrize("params", [{"alpha": -1}, {"epsilon": 1.5}, {"mu": float("nan")}, {"feature_mask": {99}},
                                     {"max_session_rejections": 0}, {"use_override": 1}, {"ask_when_uncertain": "yes"}, {"ridge": 0.0},
                                     {"min_family_confidence": 2.0}])
 def test_invalid_parameters_fail_at_construction(params):

@@ -21,7 +21,7 @@ from .rscb_mc import RSCBMC
 from .static import Oracle, StaticAbstention, StaticHybrid
 
 STATE_FORMAT = "repairmem-gate-policy"
-STATE_VERSION = 2      # 2: 17 features (schema compatibility)
+STATE_VERSION = 2      # 2: 18 features (schema compatibility, error-line match)
 POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (
     RSCBMC, StaticHybrid, StaticAbstention, EpsilonGreedy, UCB1, ThompsonSampling, LinUCB,
     RiskSensitiveThompson, Oracle)}

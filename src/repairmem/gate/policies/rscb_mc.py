@@ -42,7 +42,9 @@ class RSCBMC(_Linear):
 
     - family_confidence < ``min_family_confidence`` (the classifier does not put the top-1 memory
       in the query's family and root cause with enough confidence);
-    - max(command, path, stack signature match) < ``min_structural_match``;
+    - max(command, path, stack signature match) < ``min_structural_match`` and error-line match <
+      ``min_error_line_match`` (the same failure in another project shares its message, not its
+      command or paths);
     - historical_false_positive_rate > ``max_fp_rate``;
     - session_rejection_count >= ``max_session_rejections``;
     - missing_identifier_share > ``max_missing_identifiers`` (a SQL memory that reads tables or
@@ -52,7 +54,7 @@ class RSCBMC(_Linear):
     (the tie goes to abstain). RSCB-MC therefore adds a prior that fades as the action is learned:
 
         prior_a(x) = prior_weight f_a (e(x) - prior_threshold) max(0, 1 - t / n0),
-        e(x) = family_confidence + max(entity, command, path, stack match)
+        e(x) = family_confidence + max(entity, command, path, stack, error-line match)
 
     for injecting actions (f_a = 1, 0.8, 0.5, 0.3 for high_precision, top1, top3, high_recall:
     the smaller the payload, the more the prior trusts it), 0 otherwise; t is the number of
@@ -85,6 +87,7 @@ class RSCBMC(_Linear):
     epsilon: float = 0.0
     min_family_confidence: float = 0.5
     min_structural_match: float = 0.2
+    min_error_line_match: float = 0.5
     max_fp_rate: float = 0.3
     max_session_rejections: int = 3
     max_missing_identifiers: float = 0.0
@@ -104,6 +107,7 @@ class RSCBMC(_Linear):
         _number(self.name, "epsilon", self.epsilon, low=0.0, high=1.0)
         _number(self.name, "min_family_confidence", self.min_family_confidence, low=0.0, high=1.0)
         _number(self.name, "min_structural_match", self.min_structural_match, low=0.0, high=1.0)
+        _number(self.name, "min_error_line_match", self.min_error_line_match, low=0.0, high=1.0)
         _number(self.name, "max_fp_rate", self.max_fp_rate, low=0.0, high=1.0)
         _number(self.name, "max_missing_identifiers", self.max_missing_identifiers, low=0.0, high=1.0)
         _number(self.name, "prior_weight", self.prior_weight, low=0.0)
@@ -125,7 +129,9 @@ class RSCBMC(_Linear):
         m = self.feature_mask
         self._check_family = INDEX["family_confidence"] not in m
         self._match = tuple(INDEX[k] for k in ("entity_match_ratio", "command_signature_match",
-                                                "path_signature_match", "stack_signature_match") if INDEX[k] not in m)
+                                                "path_signature_match", "stack_signature_match",
+                                                "error_line_match") if INDEX[k] not in m)
+        self._err = INDEX["error_line_match"] if INDEX["error_line_match"] not in m else None
         self._struct = tuple(INDEX[k] for k in ("command_signature_match", "path_signature_match",
                                                  "stack_signature_match") if INDEX[k] not in m)
         self._check_fp = INDEX["historical_false_positive_rate"] not in m
@@ -146,7 +152,8 @@ class RSCBMC(_Linear):
         flags = 0
         if self._check_family and x[5] < self.min_family_confidence:
             flags |= 1
-        if self._struct and max(x[i] for i in self._struct) < self.min_structural_match:
+        if self._struct and max(x[i] for i in self._struct) < self.min_structural_match and (
+                self._err is None or x[self._err] < self.min_error_line_match):
             flags |= 2
         if self._check_fp and x[12] > self.max_fp_rate:
             flags |= 4
