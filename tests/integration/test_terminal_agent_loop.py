@@ -21,8 +21,8 @@ from repairmem.agents.terminal import (ATTEMPTS_FILE, HINT_HEADER, LADDER, NO_AC
                                        AgentRunConfig, ExperienceArchive, agent_report_main, agent_run_main,
                                        format_report, run_agent, run_attempt, summarize)
 from repairmem.agents.workspace import Workspace, bwrap_works, run_process
-from repairmem.bench.initial import read_jsonl_lines
 from repairmem.errors import InvalidInputError
+from repairmem.files import read_jsonl_lines
 from repairmem.llm.protocol import DEFAULT_CONFIG, ChatResult, Message, ToolCall, Usage
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.retrieval.encoders import HashingEncoder

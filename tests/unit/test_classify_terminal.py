@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repairmem.classify import terminal
+from repairmem.classify import terminal, terminal_rules
 from repairmem.classify.terminal import (
     FAMILIES, ROOT_CAUSES, RULES, Signatures, TerminalDiagnosis, classify_terminal,
     extract_signatures, signature_overlap,
@@ -106,7 +106,7 @@ def test_cue_rules_are_more_confident_than_the_generic_rule_of_their_family():
 
 
 def test_docstring_documents_every_rule_in_table_order_and_every_family_and_root_cause():
-    doc = terminal.__doc__
+    doc = terminal_rules.__doc__
     order = doc.split("Rule order")[1].split("Confidence is")[0]
     assert re.findall(r"``([a-z_]+\.[a-z_]+)``", order) == [r.id for r in RULES]
     for family, roots in ROOT_CAUSES.items():

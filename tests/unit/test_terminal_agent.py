@@ -12,11 +12,12 @@ from repairmem.agents.tasks import load_task, load_tasks
 from repairmem.agents.terminal import (HINT_HEADER, LADDER, Action, AgentConfig, AgentRunConfig, ExperienceArchive,
                                        MemorySetting, assistant_turn, build_query, format_report, hint_due,
                                        hint_message, parse_action, reasoning_text, render_hint_body,
-                                       steps_from_record, summarize, untrusted)
+                                       steps_from_record, summarize)
 from repairmem.agents.workspace import _BoundedCapture, bwrap_argv, scrubbed_env
 from repairmem.errors import InvalidInputError
 from repairmem.llm.protocol import ChatResult, ToolCall, Usage
 from repairmem.retrieval.encoders import HashingEncoder
+from repairmem.untrusted import untrusted
 
 
 def reply(text: str = "", *calls: tuple[str, str]) -> ChatResult:

@@ -1,0 +1,35 @@
+"""The terminal agent: one minimal tool-calling loop with switchable experience memory.
+
+Paper: "In-context reinforcement learning for coding" (``papers/002_*.txt``): a short system
+prompt and exactly two native tools, ``execute_command(command)`` and ``finish()``; an archive of
+steps from verified-correct runs only; nearest-neighbour retrieval (k = 1) rendered as one compact
+hint, late and sparse, attached to the current call only; the archive seeded from an earlier
+run's verified successes and grown online from each newly verified attempt.
+
+Modules: ``config`` (the ladder of memory settings, the attempt's limits), ``actions`` (the two
+tools, reading an action from a reply, rendering turns), ``hints`` (the experience archive and the
+hint it yields), ``attempt`` (one attempt), ``runs`` (pass@k runs, resumable), ``report``
+(summaries and the report). Every public name is re-exported here.
+"""
+
+from __future__ import annotations
+
+from .actions import (NO_ACTION_MESSAGE, SYSTEM_PROMPT, TOOL_NAMES, TOOLS, Action, assistant_turn, clip,
+                      command_in_text, parse_action, reasoning_text, render_observation, render_tool_call)
+from .attempt import decoding_for, run_attempt
+from .config import (ATTEMPTS_FILE, LADDER, PROMPT_VERSION, QUERIES, REPRESENTATIONS, RUN_FILE, SCHEDULES,
+                     AgentConfig, MemorySetting, memory_setting)
+from .hints import (HINT_FOOTER, HINT_HEADER, ExperienceArchive, ExperienceStep, Hint, allow_hint, build_query,
+                    hint_due, hint_message, render_hint_body, steps_from_record)
+from .report import agent_report_main, format_report, summarize
+from .runs import AgentRunConfig, agent_run_main, run_agent
+
+__all__ = [
+    "ATTEMPTS_FILE", "Action", "AgentConfig", "AgentRunConfig", "ExperienceArchive", "ExperienceStep",
+    "HINT_FOOTER", "HINT_HEADER", "Hint", "LADDER", "MemorySetting", "NO_ACTION_MESSAGE", "PROMPT_VERSION",
+    "QUERIES", "REPRESENTATIONS", "RUN_FILE", "SCHEDULES", "SYSTEM_PROMPT", "TOOLS", "TOOL_NAMES",
+    "agent_report_main", "agent_run_main", "allow_hint", "assistant_turn", "build_query", "clip",
+    "command_in_text", "decoding_for", "format_report", "hint_due", "hint_message", "memory_setting",
+    "parse_action", "reasoning_text", "render_hint_body", "render_observation", "render_tool_call", "run_agent",
+    "run_attempt", "steps_from_record", "summarize",
+]

@@ -1,0 +1,137 @@
+"""One attempt of the terminal agent at one task: the tool-calling loop and its record.
+
+One attempt (``run_attempt``)
+    A fresh workspace is built from the task (``workspace.Workspace``). At step ``t`` (0-based,
+    one model call per step) the model sees the system prompt, the task instruction, the
+    conversation so far (its replies and the tool results) and, when the memory schedule allows
+    it at ``t``, one extra user message with the hint, which is dropped again before step
+    ``t + 1``: hints never accumulate. The attempt ends at ``finish``, after ``max_steps`` calls,
+    at the wall-clock limit (the task's ``[agent] timeout_sec`` unless overridden; every command's
+    timeout is cut to the time left), after ``max_idle_replies`` replies in a row with no action,
+    or when the model fails (``model_error``, e.g. a prompt longer than the context). The verifier
+    then runs in every case; reward is 1.0 iff it passes.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import replace
+from typing import Any, Callable
+
+from ...errors import InvalidInputError
+from ...llm.protocol import ChatModel, ChatResult, GenerationConfig, LLMError, Message, ReplayMissError
+from ..tasks import TaskSpec
+from ..workspace import Workspace
+from .actions import SYSTEM_PROMPT, TOOLS, assistant_turn, parse_action, reasoning_text, render_observation
+from .config import LADDER, PROMPT_VERSION, AgentConfig, MemorySetting
+from .hints import ExperienceArchive, Hint, allow_hint, build_query, hint_due, hint_message, render_hint_body
+
+
+def _usage_dict(result: ChatResult) -> dict[str, int]:
+    return result.usage.to_dict()
+
+
+def decoding_for(config: AgentConfig, task_id: str, attempt_pass: int, t: int) -> GenerationConfig:
+    """The decoding of step ``t`` of pass ``attempt_pass`` at ``task_id``: ``config.generation`` on
+    pass 1; on a retry pass, ``retry_temperature`` with seed crc32(task:pass) + t, so a retry differs
+    from the failed attempt and a resumed run draws the same samples."""
+    if attempt_pass == 1:
+        return config.generation
+    seed = (zlib.crc32(f"{task_id}:{attempt_pass}".encode()) + t) % (2 ** 31)
+    return replace(config.generation, temperature=config.retry_temperature, seed=seed)
+
+
+def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LADDER["none"],
+                archive: ExperienceArchive | None = None, config: AgentConfig = AgentConfig(),
+                veto: Callable[[Hint], bool] = allow_hint, sandbox: str = "auto", keep_workspace: bool = False,
+                attempt_pass: int = 1, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """Run one attempt at ``task`` (pass ``attempt_pass``, which sets the decoding: ``decoding_for``)
+    and return its record (module doc, "One attempt")."""
+    if setting.retrieval and archive is None:
+        raise InvalidInputError(f"memory {setting.name} needs an ExperienceArchive")
+    start = clock()
+    deadline = start + (config.task_timeout_s or task.agent_timeout_s)
+    messages = [Message("system", SYSTEM_PROMPT), Message("user", task.instruction)]
+    steps: list[dict[str, Any]] = []
+    totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
+    stop_reason, error, idle, last_reasoning = "max_steps", "", 0, ""
+    hints_shown = hints_vetoed = 0
+    with Workspace(task, keep=keep_workspace, sandbox=sandbox) as ws:
+        for t in range(config.max_steps):
+            if clock() >= deadline:
+                stop_reason = "time_limit"
+                break
+            due = hint_due(setting, config, t, last_reasoning)
+            hint_record, call_messages = None, messages
+            if due:
+                found = archive.nearest(build_query(setting.query, task.instruction, last_reasoning, steps))
+                if found is not None:
+                    source, score = found
+                    body = render_hint_body(source, setting.representation, archive)
+                    hint = Hint(t, source, score, hint_message(body))
+                    vetoed = bool(veto(hint))
+                    hint_record = {"source_run": source.run_id, "source_task": source.task_id,
+                                   "source_step": source.step, "score": round(score, 6), "text": hint.text,
+                                   "vetoed": vetoed}
+                    if vetoed:
+                        hints_vetoed += 1
+                    else:
+                        hints_shown += 1
+                        call_messages = [*messages, Message("user", hint.text)]
+            try:
+                decoding = decoding_for(config, task.task_id, attempt_pass, t)
+                result = model.chat(call_messages, decoding, tools=list(TOOLS))
+            except ReplayMissError:
+                raise
+            except (LLMError, InvalidInputError) as exc:
+                stop_reason, error = "model_error", f"{type(exc).__name__}: {exc}"
+                break
+            usage = _usage_dict(result)
+            totals["calls"] += 1
+            for key in ("prompt_tokens", "completion_tokens", "cached_prompt_tokens"):
+                totals[key] += usage[key]
+            action = parse_action(result)
+            reasoning = reasoning_text(result.text)
+            step: dict[str, Any] = {
+                "t": t, "hint_due": due, "hint": hint_record, "reply": result.text,
+                "tool_calls": [tc.to_dict() for tc in result.tool_calls], "reasoning": reasoning,
+                "action": action.kind, "source": action.source, "command": action.command, "usage": usage,
+                "finish_reason": result.finish_reason, "temperature": decoding.temperature, "seed": decoding.seed}
+            messages.append(Message("assistant", assistant_turn(result, action)))
+            steps.append(step)
+            last_reasoning = reasoning
+            if action.kind == "finish":
+                stop_reason = "finish"
+                break
+            if action.kind == "command":
+                idle = 0
+                timeout = max(1.0, min(config.command_timeout_s, deadline - clock()))
+                done = ws.run(action.command, timeout_s=timeout, max_output_bytes=config.max_output_bytes)
+                observation = render_observation(done, action.source)
+                step.update(exit_code=done.exit_code, timed_out=done.timed_out, output_truncated=done.truncated,
+                            output_bytes=done.total_bytes, duration_s=round(done.duration_s, 3),
+                            observation=observation)
+                messages.append(Message(config.tool_result_role, observation))
+                continue
+            idle += 1
+            step["observation"] = action.problem
+            role = config.tool_result_role if action.kind == "invalid" else "user"
+            messages.append(Message(role, action.problem))
+            if idle >= config.max_idle_replies:
+                stop_reason = "no_action"
+                break
+        verification = ws.verify()
+        workspace_root = str(ws.root) if keep_workspace else None
+        sandbox_used = ws.sandbox
+    return {
+        "task_id": task.task_id, "family": task.family, "instruction": task.instruction,
+        "reward": verification.reward, "passed": verification.passed, "stop_reason": stop_reason, "error": error,
+        "n_steps": len(steps), "n_commands": sum(s["action"] == "command" for s in steps),
+        "hints_shown": hints_shown, "hints_vetoed": hints_vetoed, "usage": totals,
+        "elapsed_s": round(clock() - start, 3), "steps": steps,
+        "verifier": {"exit_code": verification.exit_code, "timed_out": verification.timed_out,
+                     "output": verification.output[-2000:]},
+        "memory": setting.name, "model": model.name, "prompt_version": PROMPT_VERSION, "sandbox": sandbox_used,
+        "workspace": workspace_root,
+    }

@@ -1,0 +1,137 @@
+"""The ladder of memory settings (one row of switches per paper variant) and the attempt's limits.
+
+The ladder (``LADDER``; the paper's variants table, one row of switches each)
+
+    =====================  ==============  ==========================  ========  ======
+    name                   representation  schedule                    query     seeded
+    =====================  ==============  ==========================  ========  ======
+    none                   --              --                          --        --
+    reasoning              full step       every step                  reasoning no
+    history                full step       every step                  history   no
+    combined               full step       every step                  combined  no
+    trajectory_window      local window    when the last reply reasons reasoning no
+    sparse_compact         compact hint    t >= 2 and t % 3 == 0       combined  no
+    sparse_compact_seeded  compact hint    t >= 2 and t % 3 == 0       combined  yes
+    =====================  ==============  ==========================  ========  ======
+
+    Queries: ``reasoning`` = the last reply's reasoning text; ``history`` = the last 4 steps
+    (command + clipped output); ``combined`` = instruction + last reasoning + last 4 steps (the
+    paper's ``build_query``). Every rung with retrieval also grows its archive online; only the
+    seeded rung starts from ``--seed-from``. The sparse schedule is the paper's
+    ``if t >= 2 and t % 3 == 0`` (hints at t = 3, 6, 9, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ...check import check_int
+from ...errors import InvalidInputError
+from ...llm.protocol import GenerationConfig
+
+PROMPT_VERSION = "terminal-agent-v2"
+
+REPRESENTATIONS = {"full_step": "full step", "window": "local window", "compact": "compact hint"}
+SCHEDULES = {"every_step": "every step", "on_reasoning": "on reasoning", "sparse": "every 3rd step"}
+QUERIES = ("reasoning", "history", "combined")
+
+
+@dataclass(frozen=True)
+class MemorySetting:
+    """One rung of the ladder: which memory switches are on (module doc, "The ladder")."""
+
+    name: str
+    retrieval: bool
+    representation: str = ""
+    schedule: str = ""
+    query: str = ""
+    seeded: bool = False
+    paper_row: str = ""
+
+    def __post_init__(self) -> None:
+        if self.retrieval:
+            if self.representation not in REPRESENTATIONS:
+                raise InvalidInputError(f"memory {self.name}: representation must be one of {list(REPRESENTATIONS)}")
+            if self.schedule not in SCHEDULES:
+                raise InvalidInputError(f"memory {self.name}: schedule must be one of {list(SCHEDULES)}")
+            if self.query not in QUERIES:
+                raise InvalidInputError(f"memory {self.name}: query must be one of {QUERIES}")
+        elif self.representation or self.schedule or self.query or self.seeded:
+            raise InvalidInputError(f"memory {self.name}: without retrieval every other switch must be off")
+
+    def labels(self) -> dict[str, str]:
+        if not self.retrieval:
+            return {"representation": "--", "schedule": "--", "seeded": "--"}
+        return {"representation": REPRESENTATIONS[self.representation], "schedule": SCHEDULES[self.schedule],
+                "seeded": "yes" if self.seeded else "no"}
+
+
+LADDER: dict[str, MemorySetting] = {s.name: s for s in (
+    MemorySetting("none", False, paper_row="Simple (no ICRL)"),
+    MemorySetting("reasoning", True, "full_step", "every_step", "reasoning", paper_row="Reasoning"),
+    MemorySetting("history", True, "full_step", "every_step", "history", paper_row="History"),
+    MemorySetting("combined", True, "full_step", "every_step", "combined", paper_row="Combined"),
+    MemorySetting("trajectory_window", True, "window", "on_reasoning", "reasoning", paper_row="Trajectory window"),
+    MemorySetting("sparse_compact", True, "compact", "sparse", "combined", paper_row="Sparse compact"),
+    MemorySetting("sparse_compact_seeded", True, "compact", "sparse", "combined", seeded=True,
+                  paper_row="Sparse compact (seeded)"),
+)}
+
+
+def memory_setting(name: str) -> MemorySetting:
+    try:
+        return LADDER[name]
+    except KeyError:
+        raise InvalidInputError(f"unknown memory variant {name!r}; expected one of {list(LADDER)}") from None
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Limits and decoding of one attempt, validated at construction.
+
+    ``task_timeout_s`` None means the task's own ``[agent] timeout_sec``. ``hint_min_step`` and
+    ``hint_every`` define the sparse schedule (``t >= hint_min_step and t % hint_every == 0``).
+    ``generation`` decodes the first pass; retry passes sample at ``retry_temperature`` with a
+    seed per (task, pass, step) (``decoding_for``), because a greedy retry of a greedy local model
+    would repeat the failed attempt token for token and pass@k would equal pass@1.
+    """
+
+    max_steps: int = 20
+    max_output_bytes: int = 2000
+    command_timeout_s: float = 30.0
+    task_timeout_s: float | None = None
+    max_idle_replies: int = 3
+    hint_min_step: int = 2
+    hint_every: int = 3
+    tool_result_role: str = "tool"
+    generation: GenerationConfig = GenerationConfig(max_tokens=384, temperature=0.0)
+    retry_temperature: float = 0.7
+
+    def __post_init__(self) -> None:
+        GenerationConfig(temperature=self.retry_temperature)   # validates type and range
+        if not self.retry_temperature > 0:
+            raise InvalidInputError("retry_temperature must be > 0: a greedy retry repeats the failed attempt")
+        for name in ("max_steps", "max_idle_replies", "hint_every"):
+            check_int(getattr(self, name), name, low=1)
+        check_int(self.max_output_bytes, "max_output_bytes", low=64)
+        check_int(self.hint_min_step, "hint_min_step", low=0)
+        if not self.command_timeout_s > 0 or (self.task_timeout_s is not None and not self.task_timeout_s > 0):
+            raise InvalidInputError("command_timeout_s and task_timeout_s must be > 0")
+        if self.tool_result_role not in ("tool", "user"):
+            raise InvalidInputError(f"tool_result_role must be 'tool' or 'user', got {self.tool_result_role!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["generation"] = self.generation.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "AgentConfig":
+        data = dict(data)
+        gen = data.pop("generation", None) or {}
+        return cls(**data, generation=GenerationConfig(**{**gen, "stop": tuple(gen.get("stop", ()))}))
+
+
+RUN_FILE = "run.json"
+ATTEMPTS_FILE = "attempts.jsonl"

@@ -1,0 +1,113 @@
+"""Summaries of terminal-agent runs (pass@k, steps, hints) and the ``agent report`` table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from ...errors import InvalidInputError
+from ...files import read_jsonl_lines
+from .config import ATTEMPTS_FILE, RUN_FILE, memory_setting
+
+
+def summarize(run_dir: str | Path) -> dict[str, Any]:
+    """pass@k and per-task outcomes of one run folder (denominator: the run's task count)."""
+    run_dir = Path(run_dir)
+    meta_file = run_dir / RUN_FILE
+    if not meta_file.is_file():
+        raise InvalidInputError(f"{run_dir} is not an agent run folder (no {RUN_FILE})")
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    cfg = meta["config"]
+    task_ids = sorted(meta["task_hashes"])
+    records = read_jsonl_lines(run_dir / ATTEMPTS_FILE)
+    by_task: dict[str, list[dict]] = {t: [] for t in task_ids}
+    for r in records:
+        by_task.setdefault(r["task_id"], []).append(r)
+    passes = cfg["passes"]
+    solved_pass = {t: next((r["pass"] for r in rs if r["reward"] == 1.0), None) for t, rs in by_task.items()}
+    n = len(task_ids)
+    completed = max((r["pass"] for r in records), default=0)
+    cumulative = [sum(1 for t in task_ids if solved_pass[t] is not None and solved_pass[t] <= k)
+                  for k in range(1, passes + 1)]
+    # pass k is complete when every task still open at pass k has its pass-k record
+    attempted = {(r["pass"], r["task_id"]) for r in records}
+    complete = [all((k, t) in attempted for t in task_ids if solved_pass[t] is None or solved_pass[t] >= k)
+                for k in range(1, passes + 1)]
+    setting = memory_setting(cfg["memory"])
+    tasks = []
+    for t in task_ids:
+        rs = by_task[t]
+        tasks.append({
+            "task_id": t, "family": rs[0]["family"] if rs else "", "solved_pass": solved_pass[t],
+            "attempts": len(rs), "steps": [r["n_steps"] for r in rs], "stop": [r["stop_reason"] for r in rs],
+            "prompt_tokens": sum(r["usage"]["prompt_tokens"] for r in rs),
+            "completion_tokens": sum(r["usage"]["completion_tokens"] for r in rs),
+            "hints_shown": sum(r["hints_shown"] for r in rs), "hints_vetoed": sum(r["hints_vetoed"] for r in rs)})
+    return {
+        "run_dir": str(run_dir), "run_id": meta["run_id"], "model": cfg["model"], "memory": cfg["memory"],
+        "labels": setting.labels(), "paper_row": setting.paper_row, "n_tasks": n, "passes": passes,
+        "passes_started": completed, "pass_complete": complete, "solved_by_pass": cumulative,
+        "score_by_pass": [round(c / n, 4) if n else 0.0 for c in cumulative],
+        "attempts": len(records), "steps": sum(r["n_steps"] for r in records),
+        "prompt_tokens": sum(r["usage"]["prompt_tokens"] for r in records),
+        "completion_tokens": sum(r["usage"]["completion_tokens"] for r in records),
+        "hints_shown": sum(r["hints_shown"] for r in records), "hints_vetoed": sum(r["hints_vetoed"] for r in records),
+        "seed": meta.get("seed"), "tasks": tasks,
+    }
+
+
+def format_report(summaries: Sequence[dict[str, Any]]) -> str:
+    """A ladder table like the paper's (one row per run), then each run's per-task outcomes."""
+    k = max(s["passes"] for s in summaries)
+    head = "| Variant | Representation | Schedule | Seeded | " + " | ".join(f"pass@{i}" for i in range(1, k + 1)) + \
+           " | Attempts | Steps | Tokens | Hints (shown/vetoed) |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for s in summaries:
+        cells = []
+        for i in range(k):
+            if i >= s["passes"]:
+                cells.append("")
+            elif i >= s["passes_started"]:
+                cells.append("not started")
+            else:
+                c = s["solved_by_pass"][i]
+                cells.append((f"{c}/{s['n_tasks']} {c / s['n_tasks']:.3f}" if s["n_tasks"] else "0/0")
+                             + ("" if s["pass_complete"][i] else " (in progress)"))
+        lab = s["labels"]
+        lines.append(f"| {s['memory']} | {lab['representation']} | {lab['schedule']} | {lab['seeded']} | "
+                     + " | ".join(cells) + f" | {s['attempts']} | {s['steps']} | "
+                     f"{s['prompt_tokens'] + s['completion_tokens']} | {s['hints_shown']}/{s['hints_vetoed']} |")
+    for s in summaries:
+        lines += ["", f"## {s['memory']}  ({s['run_dir']}, model {s['model']}, passes started "
+                      f"{s['passes_started']}/{s['passes']})", "",
+                  "| Task | Family | Solved at pass | Attempts | Steps | Stop | Tokens | Hints |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for t in s["tasks"]:
+            lines.append(f"| {t['task_id']} | {t['family']} | {t['solved_pass'] or '-'} | {t['attempts']} | "
+                         f"{','.join(map(str, t['steps'])) or '-'} | {','.join(t['stop']) or '-'} | "
+                         f"{t['prompt_tokens'] + t['completion_tokens']} | {t['hints_shown']}/{t['hints_vetoed']} |")
+    return "\n".join(lines)
+
+
+def _run_dirs(path: Path) -> list[Path]:
+    if (path / RUN_FILE).is_file():
+        return [path]
+    found = sorted(p for p in path.iterdir() if (p / RUN_FILE).is_file()) if path.is_dir() else []
+    if not found:
+        raise InvalidInputError(f"{path} is neither an agent run folder nor a folder of runs (no {RUN_FILE})")
+    return found
+
+
+def agent_report_main(run_dirs: str | Sequence[str], json_out: bool = False) -> int:
+    """``repairmem agent report RUN_DIR [RUN_DIR ...]``: the ladder table and per-task outcomes (or JSON).
+
+    Each ``RUN_DIR`` is one run folder or a folder whose sub-folders are runs (one table row each).
+    """
+    paths = [run_dirs] if isinstance(run_dirs, str) else list(run_dirs)
+    summaries = [summarize(d) for p in paths for d in _run_dirs(Path(p))]
+    if json_out:
+        print(json.dumps(summaries if len(summaries) > 1 else summaries[0], indent=2, ensure_ascii=False))
+    else:
+        print(format_report(summaries))
+    return 0

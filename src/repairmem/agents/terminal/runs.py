@@ -1,0 +1,187 @@
+"""Runs of the terminal agent: pass@k over a task suite, resumable, and the ``agent run`` entry point.
+
+Runs (``run_agent``): pass@k with honest bookkeeping. Pass ``p`` attempts, in task-id order, only
+the tasks not solved in passes ``< p``; the denominator is always the number of tasks of the run.
+Run folder::
+
+    RUN_DIR/run.json        configuration, task hashes, run id, seed summary (a resume must match)
+    RUN_DIR/attempts.jsonl  one record per finished task attempt (appended and fsynced)
+
+A killed run resumes where it stopped when started again with the same arguments: recorded
+attempts are skipped, and the archive is rebuilt from the seed plus the recorded verified
+attempts in record order, which is the state an uninterrupted run had at that point.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ...check import check_int
+from ...errors import InvalidInputError
+from ...files import append_jsonl, read_jsonl_lines
+from ...llm.protocol import ChatModel
+from ..tasks import load_tasks
+from ..workspace import SANDBOXES, TaskSetupError, choose_sandbox
+from .actions import SYSTEM_PROMPT, TOOLS
+from .attempt import run_attempt
+from .config import ATTEMPTS_FILE, LADDER, PROMPT_VERSION, RUN_FILE, AgentConfig, memory_setting
+from .hints import ExperienceArchive, Hint, allow_hint
+from .report import agent_report_main
+
+
+@dataclass(frozen=True)
+class AgentRunConfig:
+    """What a run is: tasks, model spec, memory rung, passes, seed run, encoder, agent limits.
+
+    A rung with ``seeded`` needs ``seed_from``; any other rung refuses one (rows stay honest).
+    """
+
+    tasks_dir: str
+    model: str
+    memory: str
+    passes: int = 1
+    seed_from: str | None = None
+    task_ids: tuple[str, ...] | None = None
+    encoder: str = "default"
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    sandbox: str = "auto"
+
+    def __post_init__(self) -> None:
+        setting = memory_setting(self.memory)
+        check_int(self.passes, "passes", low=1)
+        if setting.seeded and not self.seed_from:
+            raise InvalidInputError(f"memory {self.memory} is seeded: give --seed-from RUN_DIR (an earlier run)")
+        if self.seed_from and not setting.seeded:
+            raise InvalidInputError(f"memory {self.memory} is not seeded; --seed-from is only for "
+                                    f"{[s.name for s in LADDER.values() if s.seeded]}")
+        if self.task_ids is not None:
+            object.__setattr__(self, "task_ids", tuple(self.task_ids))
+        if self.sandbox not in SANDBOXES:
+            raise InvalidInputError(f"sandbox must be one of {SANDBOXES}, got {self.sandbox!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tasks_dir": str(self.tasks_dir), "model": self.model, "memory": self.memory, "passes": self.passes,
+                "seed_from": str(Path(self.seed_from).resolve()) if self.seed_from else None,
+                "task_ids": list(self.task_ids) if self.task_ids is not None else None,
+                "encoder": self.encoder if LADDER[self.memory].retrieval else None,
+                "agent": self.agent.to_dict(), "sandbox": self.sandbox}
+
+
+def _package_versions() -> dict[str, str]:
+    import importlib.metadata as md
+    out = {"python": sys.version.split()[0]}
+    for name in ("repairmem", "numpy", "llama-cpp-python"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel | None = None,
+              encoder: Any = None, veto: Callable[[Hint], bool] = allow_hint, keep_workspaces: bool = False,
+              model_options: dict[str, Any] | None = None,
+              progress: Callable[[str], None] | None = None) -> Path:
+    """Run (or resume) every pass of ``config`` into ``out_dir`` (module doc, "Runs").
+
+    ``model``/``encoder`` override the specs in ``config`` (tests pass a replay model and a
+    ``HashingEncoder``); ``model_options`` go to ``resolve_model``.
+    """
+    out_dir = Path(out_dir)
+    setting = memory_setting(config.memory)
+    tasks = load_tasks(config.tasks_dir, config.task_ids)
+    hashes = {t.task_id: t.content_hash() for t in tasks}
+    meta_file, attempts_file = out_dir / RUN_FILE, out_dir / ATTEMPTS_FILE
+    if meta_file.exists():
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        if meta.get("config") != config.to_json() or meta.get("task_hashes") != hashes:
+            raise InvalidInputError(f"{out_dir} holds a run with a different configuration or task suite; "
+                                    f"resume with the same arguments or choose another --out")
+        run_id = meta["run_id"]
+    else:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        run_id = f"{out_dir.name}-{secrets.token_hex(4)}"
+        meta = None
+    archive = None
+    seed_summary = None
+    if setting.retrieval:
+        if encoder is None:
+            from ...retrieval.encoders import resolve_encoder
+            encoder = resolve_encoder(config.encoder)
+        archive = ExperienceArchive(encoder)
+        if setting.seeded:
+            seed_summary = archive.seed_from_run(config.seed_from)
+    if meta is None:
+        meta = {"run_id": run_id, "config": config.to_json(), "task_hashes": hashes, "memory_setting": asdict(setting),
+                "prompt_version": PROMPT_VERSION, "system_prompt": SYSTEM_PROMPT, "tools": list(TOOLS),
+                "seed": seed_summary, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "sandbox_used": choose_sandbox(config.sandbox), "versions": _package_versions(),
+                "encoder_name": getattr(encoder, "name", None)}
+        tmp = meta_file.with_name(meta_file.name + ".tmp")
+        tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(meta_file)
+    records = read_jsonl_lines(attempts_file)
+    done = {(r["pass"], r["task_id"]) for r in records}
+    solved_in: dict[str, int] = {}
+    for r in records:
+        if r["reward"] == 1.0:
+            solved_in.setdefault(r["task_id"], r["pass"])
+        if archive is not None:
+            archive.add_verified(r, run_id)
+    if model is None:
+        from ...llm.models import resolve_model
+        model = resolve_model(config.model, **(model_options or {}))
+    say = progress or (lambda line: None)
+    for p in range(1, config.passes + 1):
+        open_tasks = [t for t in tasks if t.task_id not in solved_in or solved_in[t.task_id] >= p]
+        for task in open_tasks:
+            if (p, task.task_id) in done:
+                continue
+            archive_size = len(archive) if archive is not None else 0
+            try:
+                record = run_attempt(task, model, setting=setting, archive=archive, config=config.agent, veto=veto,
+                                     sandbox=config.sandbox, keep_workspace=keep_workspaces, attempt_pass=p)
+            except TaskSetupError as exc:
+                raise InvalidInputError(str(exc)) from None
+            record.update({"pass": p, "run_id": run_id, "archive_steps": archive_size})
+            append_jsonl(attempts_file, record)
+            done.add((p, task.task_id))
+            if record["reward"] == 1.0:
+                solved_in.setdefault(task.task_id, p)
+                if archive is not None:
+                    archive.add_verified(record, run_id)
+            say(f"pass {p} {task.task_id}: {'solved' if record['passed'] else 'failed'} "
+                f"({record['n_steps']} steps, {record['stop_reason']}, "
+                f"{record['usage']['prompt_tokens'] + record['usage']['completion_tokens']} tokens)")
+    return out_dir
+
+
+def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, passes: int = 1,
+                   seed_from: str | None = None, encoder: str = "default",
+                   task_ids: Sequence[str] | None = None, max_steps: int = 20, sandbox: str = "auto",
+                   keep_workspaces: bool = False, threads: int | None = None, n_ctx: int = 16384,
+                   json_out: bool = False) -> int:
+    """``repairmem agent run``: run or resume, then print the report. ``tasks`` None = bundled suite.
+
+    For ``llama:`` models the context is ``n_ctx`` tokens (default 16384: a multi-step
+    conversation does not fit the backend's default 4096) and ``threads`` CPU threads.
+    """
+    from ..tasks import bundled_tasks_dir
+    tasks_dir = str(Path(tasks).resolve()) if tasks else str(bundled_tasks_dir())
+    config = AgentRunConfig(tasks_dir=tasks_dir, model=model, memory=memory, passes=passes, seed_from=seed_from,
+                            task_ids=tuple(task_ids) if task_ids else None, encoder=encoder,
+                            agent=AgentConfig(max_steps=max_steps), sandbox=sandbox)
+    options: dict[str, Any] = {}
+    if model.startswith("llama:"):
+        options["n_ctx"] = n_ctx
+        if threads:
+            options["n_threads"] = threads
+    run_agent(config, out, keep_workspaces=keep_workspaces, model_options=options,
+              progress=None if json_out else (lambda line: print(line, file=sys.stderr, flush=True)))
+    return agent_report_main(out, json_out)
