@@ -1,0 +1,205 @@
+"""The package layout shows the architecture: imports point one way, no cycles, no huge files.
+
+Direction of imports: ``cli → bench → agents → memory → {gate, retrieval, store, llm, classify,
+sql} → base`` (base: ``types``, ``errors``, ``check``, ``files``, ``untrusted``, ``sqlite_wal``).
+Every module under ``src/repairmem`` is parsed with ``ast``; imports at any depth count (a
+function-level import is still a dependency), relative imports are resolved. Edges into the root
+package are not dependencies: ``repairmem/__init__.py`` is the public surface that re-exports.
+Checked: no cycles between modules; package-level edges only as ``ALLOWED`` says (``cli``, ``mcp``
+and ``__main__`` may import anything); no module over ``MAX_LINES`` lines unless it is a data
+table (``templates*.py``, ``data*.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import repairmem
+
+SRC = Path(repairmem.__file__).resolve().parent
+ROOT = "repairmem"
+MAX_LINES = 600
+
+BASE = {"types", "errors", "check", "files", "untrusted", "sqlite_wal"}
+MID = {"gate", "retrieval", "store", "llm", "classify", "sql"}
+ALLOWED = {
+    **{name: BASE for name in BASE},
+    "store": BASE,
+    "classify": BASE,
+    "llm": BASE,
+    "sql": BASE | {"classify"},
+    "retrieval": BASE | {"store"},
+    "gate": BASE | {"classify", "retrieval", "store"},
+    "memory": BASE | MID,
+    "agents": BASE | MID | {"memory"},
+    "bench": BASE | MID | {"memory", "agents"},
+}
+ANYTHING = {"cli", "mcp", "__main__"}
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name → file, for every module of the package (task data files excluded)."""
+    out = {}
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        if rel.parts[0] == "data":
+            continue
+        parts = [ROOT, *rel.with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The longest known module that ``name`` is or lies inside (``a.b.func`` → ``a.b``)."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imports(module: str, path: Path, modules: dict[str, Path]) -> dict[str, int]:
+    """Modules of the package that ``module`` imports (→ first line), at any depth of its syntax tree.
+
+    ``from a.b import c`` depends on the module ``a.b.c`` when there is one, else on ``a.b``.
+    Parent packages that Python initialises on the way are not counted as dependencies.
+    """
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: dict[str, int] = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                stem = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            targets = [f"{stem}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if target == ROOT or target.startswith(ROOT + "."):
+                resolved = _resolve(target, modules)
+                if resolved is not None and resolved != module:
+                    out[resolved] = min(out.get(resolved, node.lineno), node.lineno)
+    return out
+
+
+def _graph() -> dict[str, dict[str, int]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _layer(module: str) -> str:
+    """``repairmem.gate.policies.base`` → ``gate``; the root package itself → ``""``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_the_parser_sees_nested_relative_and_absolute_imports(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text("from ..errors import InvalidInputError\n"
+                    "from . import actions\n"
+                    "def f():\n"
+                    "    from ..files import write_atomic\n"
+                    "    import repairmem.store.sqlite\n"
+                    "    from repairmem import types\n"
+                    "    from repairmem import __version__\n"
+                    "    import numpy\n")
+    modules = {name: SRC for name in (ROOT, "repairmem.errors", "repairmem.gate", "repairmem.gate.actions",
+                                      "repairmem.files", "repairmem.store", "repairmem.store.sqlite",
+                                      "repairmem.types")}
+    edges = _imports("repairmem.gate.probe", path, modules)
+    assert set(edges) == {"repairmem.errors", "repairmem.gate.actions", "repairmem.files", "repairmem.store.sqlite",
+                          "repairmem.types", ROOT}
+    assert edges["repairmem.store.sqlite"] == 5
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    # the root package re-exports the public surface: edges into it are not dependencies
+    graph = {m: {t: n for t, n in edges.items() if t != ROOT} for m, edges in graph.items()}
+    cycles = _cycles(graph)
+    lines = []
+    for component in cycles:
+        members = set(component)
+        lines.append("cycle: " + ", ".join(component))
+        lines += [f"    {m} -> {t} (line {n})" for m in component for t, n in sorted(graph[m].items()) if t in members]
+    assert not cycles, "import cycles between modules:\n" + "\n".join(lines)
+
+
+def test_package_imports_follow_the_layers():
+    bad = []
+    for module, edges in sorted(_graph().items()):
+        layer = _layer(module)
+        if layer in ANYTHING or layer == "":
+            continue
+        if layer not in ALLOWED:
+            bad.append(f"{module}: package {layer!r} has no place in the layer map (tests/unit/test_layout.py)")
+            continue
+        for target, line in sorted(edges.items()):
+            dest = _layer(target)
+            if dest not in ("", layer) and dest not in ALLOWED[layer]:
+                bad.append(f"{module} -> {target} (line {line}): {layer} may not import {dest}")
+    assert not bad, "imports against the layer direction:\n" + "\n".join(bad)
+
+
+def test_no_module_over_the_size_limit():
+    big = []
+    for module, path in sorted(_modules().items()):
+        if path.name.startswith(("templates", "data")):
+            continue
+        with path.open(encoding="utf-8") as handle:
+            lines = sum(1 for _ in handle)
+        if lines > MAX_LINES:
+            big.append(f"{path.relative_to(SRC.parent)}: {lines} lines")
+    assert not big, f"modules over {MAX_LINES} lines (split them by concern):\n" + "\n".join(big)
