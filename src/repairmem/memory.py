@@ -33,9 +33,9 @@ always inject (no policy)  every retrieved positive and negative
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 from .classify.sql import classify_sql
 from .classify.sql_signatures import identifiers as sql_identifiers, sql_signatures
@@ -53,7 +53,7 @@ from .retrieval.texts import MemoryEmbedder
 from .sql.prompts import render_memories
 from .sql.schema import database_identifiers
 from .store import export_jsonl, import_jsonl, open_store
-from .types import Episode, MemoryVariant, Outcome, Polarity, Scope, memory_from_episode
+from .types import Episode, MemoryVariant, Outcome, Scope, memory_from_episode
 
 # Terminal retrieval: one untyped pool of positives with a +0.1 family bonus (no family is trusted
 # enough to filter on: the family is the gate's evidence, and a filtered pool hides look-alikes).

@@ -34,6 +34,7 @@ from ..agents.sql_repair import LoopOptions, finalized_episode, method as get_me
 from ..gate import AuditLog, Gate, Ledger, make_policy
 from ..gate.gate import load_gate_state, save_gate_state
 from ..memory import Memory
+from ..check import check_int
 from ..errors import InvalidInputError
 from ..sql.evidence import sample_values
 from ..llm.protocol import ChatModel
@@ -60,8 +61,10 @@ class RunConfig:
             get_method(name)
         if not self.methods:
             raise InvalidInputError("a run needs at least one method")
-        if not self.seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.seeds):
-            raise InvalidInputError(f"seeds must be ints >= 0, got {self.seeds!r}")
+        if not self.seeds:
+            raise InvalidInputError("a run needs at least one seed")
+        for s in self.seeds:
+            check_int(s, "seed", low=0)
         if self.options.dataset != self.dataset:
             raise InvalidInputError(f"options.dataset {self.options.dataset!r} differs from dataset {self.dataset!r}")
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
 from ..sqlite_wal import connect_wal, write_transaction
+from ..check import check_number
 from ..errors import InvalidInputError, StoreError
 from .actions import ACTIONS, INJECTING, Action, Payload
 from .features import FEATURE_NAMES, validate
@@ -158,8 +159,7 @@ class AuditLog:
         if len(decision.scores) != len(ACTIONS):
             raise InvalidInputError(f"decision for query {query_id}: {len(decision.scores)} scores, expected {len(ACTIONS)}")
         p = decision.propensity
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
-            raise InvalidInputError(f"decision for query {query_id}: propensity must be in (0, 1], got {p!r}")
+        check_number(p, "propensity", low=0.0, low_open=True, high=1.0, where=f"decision for query {query_id}")
         try:
             cand_ids = [int(c[0]) for c in candidates]
             cand_scores = [float(c[1]) for c in candidates]
@@ -194,8 +194,7 @@ class AuditLog:
     def record_reward(self, decision_id: str, reward: float, *, source: str,
                       feedback: Feedback | None = None) -> None:
         """Attach the observed reward (and where it came from) to a recorded decision, once."""
-        if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
-            raise InvalidInputError(f"decision {decision_id}: reward must be a finite number, got {reward!r}")
+        check_number(reward, "reward", where=f"decision {decision_id}")
         if not source or not isinstance(source, str):
             raise InvalidInputError(f"decision {decision_id}: a reward needs its source (e.g. 'verifier', 'user')")
         if feedback is not None and not isinstance(feedback, Feedback):

@@ -69,9 +69,10 @@ from typing import Mapping, Sequence
 
 from ..classify.sql_signatures import identifiers as sql_identifiers, sql_signatures
 from ..classify.terminal import Signatures, TerminalDiagnosis, classify_terminal
+from ..check import check_int, check_number
 from ..errors import InvalidInputError
 from ..types import Counters, MemoryVariant
-from .actions import LATENCY_BASE_MS, LATENCY_PER_TOKEN_MS, estimate_tokens, payload_latency_ms, render_resolution
+from .actions import LATENCY_BASE_MS, LATENCY_PER_TOKEN_MS, estimate_tokens, render_resolution
 
 FEATURE_NAMES: tuple[str, ...] = (
     "top1_score", "top2_score", "score_margin", "candidate_entropy", "candidate_count",
@@ -112,12 +113,10 @@ class QueryProfile:
     database: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.confidence, (int, float)) and 0.0 <= self.confidence <= 1.0):
-            raise InvalidInputError(f"query {self.query_id}: confidence must be in [0, 1], got {self.confidence!r}")
+        where = f"query {self.query_id}"
+        check_number(self.confidence, "confidence", low=0.0, high=1.0, where=where)
         for name in ("session_rejections", "token_budget"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInputError(f"query {self.query_id}: {name} must be an int >= 0, got {value!r}")
+            check_int(getattr(self, name), name, low=0, where=where)
         if self.kind not in ("sql", "terminal"):
             raise InvalidInputError(f"query {self.query_id}: kind must be 'sql' or 'terminal', got {self.kind!r}")
         if self.database is not None:

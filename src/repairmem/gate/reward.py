@@ -14,11 +14,11 @@ wrong injection fails at load, not mid-run.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..check import check_bool, check_int, check_number
 from ..errors import InvalidInputError
 
 
@@ -35,9 +35,7 @@ class RewardConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise InvalidInputError(f"reward weight {f.name} must be a finite number >= 0 (a magnitude; "
-                                        f"penalties are subtracted), got {value!r}")
+            check_number(value, f"reward weight {f.name}", low=0, note=" (a magnitude; penalties are subtracted)")
         if not self.false_positive > self.verified > self.accepted:
             raise InvalidInputError(
                 "reward ordering invariant violated: need false_positive > verified > accepted "
@@ -98,12 +96,9 @@ class Feedback:
 
     def __post_init__(self) -> None:
         for name in (*FEEDBACK_FLAGS, "success"):
-            if not isinstance(getattr(self, name), bool):
-                raise InvalidInputError(f"feedback {name} must be a bool, got {getattr(self, name)!r}")
-        if not (isinstance(self.latency_ms, (int, float)) and math.isfinite(self.latency_ms) and self.latency_ms >= 0):
-            raise InvalidInputError(f"feedback latency_ms must be a finite number >= 0, got {self.latency_ms!r}")
-        if isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or self.tokens < 0:
-            raise InvalidInputError(f"feedback tokens must be an int >= 0, got {self.tokens!r}")
+            check_bool(getattr(self, name), name, where="feedback")
+        check_number(self.latency_ms, "latency_ms", low=0, where="feedback")
+        check_int(self.tokens, "tokens", low=0, where="feedback")
         if self.verified and not self.accepted:
             raise InvalidInputError("feedback: a verified reuse is also accepted (set accepted=True)")
         if self.false_positive and (self.accepted or self.rejected):

@@ -32,7 +32,8 @@ from typing import Sequence
 from ...classify.terminal import classify_terminal
 from ...errors import InvalidInputError
 from ...gate.actions import ACTIONS, Action, Payload, render
-from ...gate.features import FeatureExtractor, QueryProfile, payload_latency_ms
+from ...gate.actions import payload_latency_ms
+from ...gate.features import FeatureExtractor, QueryProfile
 from ...gate.reward import Feedback, RewardConfig, reward
 from .cases import (Case, Scale, VariantMeta, _rng, canonical_case, hard_negative_case, memory_variants,
                     paraphrase_case, unrelated_case)

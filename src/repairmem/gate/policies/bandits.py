@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...errors import InvalidInputError
+from ...check import check_int
 from ..actions import N_ACTIONS
 from .base import ALL, _NEG_INF, Decision, Policy, _argmax, _check_x, _number, _seed
 
@@ -104,8 +104,7 @@ class _PosteriorSampling:
     is that action (floored at 1 / mc_samples). Infeasible actions are masked to -inf."""
 
     def _check_mc_samples(self) -> None:
-        if isinstance(self.mc_samples, bool) or not isinstance(self.mc_samples, int) or self.mc_samples < 1:
-            raise InvalidInputError(f"{self.name}: mc_samples must be an int >= 1, got {self.mc_samples!r}")
+        check_int(self.mc_samples, "mc_samples", low=1, where=self.name)
 
     def _draws(self, x, n: int) -> np.ndarray:
         mask = np.full(N_ACTIONS, -np.inf)

@@ -9,13 +9,13 @@ the state file around it is ``persistence``'s.
 """
 
 from __future__ import annotations
-
 import math
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from ...check import check_int, check_number
 from ...errors import InvalidInputError, StoreError
 from ..actions import ACTION_INDEX, ACTIONS, INJECTS, N_ACTIONS, SAFETY_ORDER, Action
 from ..features import INDEX, N_FEATURES, validate
@@ -87,24 +87,16 @@ def _check_x(x) -> list[float]:
 
 
 def _check_reward(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInputError(f"reward must be a finite number, got {value!r}")
-    return float(value)
+    return check_number(value, "reward")
 
 
 def _number(policy: str, name: str, value, *, low: float | None = None, high: float | None = None,
             low_open: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInputError(f"{policy}: {name} must be a finite number, got {value!r}")
-    if low is not None and (value <= low if low_open else value < low):
-        raise InvalidInputError(f"{policy}: {name} must be {'>' if low_open else '>='} {low}, got {value!r}")
-    if high is not None and value > high:
-        raise InvalidInputError(f"{policy}: {name} must be <= {high}, got {value!r}")
+    check_number(value, name, low=low, high=high, low_open=low_open, where=policy)
 
 
 def _seed(policy: str, seed) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InvalidInputError(f"{policy}: seed must be an int >= 0, got {seed!r}")
+    check_int(seed, "seed", low=0, where=policy)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from ...errors import InvalidInputError
+from ...check import check_int
 from ..actions import INJECTS, N_ACTIONS
 from ..features import FEATURE_NAMES, INV_SCALES, N_FEATURES
 from .bandits import _PosteriorSampling
@@ -36,9 +36,8 @@ def _inv_scale(mask: Sequence[int]) -> np.ndarray:
 def _feature_mask(policy: str, mask) -> frozenset[int]:
     items = frozenset(mask)
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item < N_FEATURES:
-            raise InvalidInputError(f"{policy}: feature_mask holds {item!r}; expected feature indices 0..{N_FEATURES - 1}"
-                                    f" ({', '.join(FEATURE_NAMES)})")
+        check_int(item, "feature_mask item", low=0, high=N_FEATURES, high_open=True, where=policy,
+                  note=f" (a feature index: {', '.join(FEATURE_NAMES)})")
     return items
 
 

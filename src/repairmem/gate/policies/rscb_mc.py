@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
-from ...errors import InvalidInputError
+from ...check import check_bool, check_int
 from ..actions import INJECTS, N_ACTIONS
 from ..features import INDEX, N_FEATURES
 from .base import ALL, _ASK_ONLY, _COUNT, _INJECT_IDX, _NEG_INF, _SAFE_IDX, Decision, _argmax, _check_x, _number
@@ -68,9 +68,8 @@ class RSCBMC(_Linear):
     cause), ``ask_when_uncertain`` leaves ``ask_feedback`` as the only allowed action: the user
     confirms a memory that applies (it is then injected) or declines it. A family_confidence of 0
     (the lead memory belongs to another family or cause: the look-alike) and every other check
-    leave the three non-injecting actions to the learned scores, as above. At full benchmark
-    scale this rule turns 0.6 points of replay success lost to wrong abstentions into 0.2 points
-    above LinUCB, with no hard negative injected (``docs/results.md``).
+    leave the three non-injecting actions to the learned scores, as above (what this rule is
+    worth on the gate benchmark: ``docs/results.md``).
 
     Checks on masked features (ablations) are skipped. With ``epsilon`` > 0 the policy explores
     uniformly among the *allowed* actions (never past the override); the propensity is exact.
@@ -113,13 +112,9 @@ class RSCBMC(_Linear):
         _number(self.name, "prior_weight", self.prior_weight, low=0.0)
         _number(self.name, "prior_threshold", self.prior_threshold, low=0.0, high=2.0)
         _number(self.name, "prior_count", self.prior_count, low=0.0)
-        if isinstance(self.max_session_rejections, bool) or not isinstance(self.max_session_rejections, int) \
-                or self.max_session_rejections < 1:
-            raise InvalidInputError(f"{self.name}: max_session_rejections must be an int >= 1, "
-                                    f"got {self.max_session_rejections!r}")
+        check_int(self.max_session_rejections, "max_session_rejections", low=1, where=self.name)
         for key in ("allow_abstention", "use_override", "ask_when_uncertain", "contextual"):
-            if not isinstance(getattr(self, key), bool):
-                raise InvalidInputError(f"{self.name}: {key} must be a bool, got {getattr(self, key)!r}")
+            check_bool(getattr(self, key), key, where=self.name)
 
     def _init_state(self) -> None:
         super()._init_state()
