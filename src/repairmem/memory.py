@@ -254,11 +254,23 @@ class Memory:
 
     # -- the verbs -------------------------------------------------------------------------------
 
-    def record(self, episode: Episode) -> MemoryVariant | None:
+    def record(self, episode: Episode, memory: MemoryVariant | None = None) -> MemoryVariant | None:
         """Write a finished episode and the one memory it contributes (one transaction); the memory
-        as stored (with its id), or None when the episode contributes none."""
+        as stored (with its id), or None when the episode contributes none.
+
+        The memory is MERIT's finalization rule's (``memory_from_episode``) unless the caller gives
+        it: an agent whose memories are not failure -> fix transitions (the terminal agent's
+        verified steps) writes each as the memory of its own one-step episode.
+        """
         if not isinstance(episode, Episode):
             raise InvalidInputError(f"record needs an Episode, got {type(episode).__name__}")
+        if memory is not None and not isinstance(memory, MemoryVariant):
+            raise InvalidInputError(f"record's memory must be a MemoryVariant, got {type(memory).__name__}")
+        if memory is not None:
+            if not episode.finalized:
+                raise InvalidInputError(f"episode {episode.episode_id} is not finalized; it cannot write memory yet")
+            variant_id = self.store.finalize(episode, memory)
+            return None if variant_id is None else self.store.get([variant_id])[0]
         memory = memory_from_episode(episode)
         if memory is not None and episode.kind == "terminal" and not memory.signatures:
             failed = episode.attempts[-2]
@@ -277,14 +289,15 @@ class Memory:
     def recall(self, failure: SqlFailure | TerminalFailure, *, query_id: str, namespace: str | None = None,
                scope: Scope | str | None = None, position: int | None = None, session: str | None = None,
                confirm: Callable[[MemoryVariant], bool | None] | None = None,
-               failure_type: str | None = None) -> Recall:
+               failure_type: str | None = None, query: str | None = None) -> Recall:
         """Classify ``failure``, retrieve causally, let the gate decide, render; see the module doc.
 
         ``position`` defaults to after everything finalized (live use); benchmarks pass the stream
         position. ``session`` groups the recalls of one episode (default: ``query_id``).
         ``confirm`` answers ``ask_feedback`` (default for SQL: the schema check, ``schema_check``).
         ``scope`` (same, cross, global) overrides the retrieval configuration's. ``failure_type``
-        skips the classifier when the caller already knows the type.
+        skips the classifier when the caller already knows the type. ``query`` replaces the
+        retrieval text built from the failure (the terminal agent's own hint query).
         """
         if not isinstance(query_id, str) or not query_id:
             raise InvalidInputError("recall needs a non-empty query_id (it keeps a query's own memories out)")
@@ -296,7 +309,10 @@ class Memory:
         position = self.next_position() if position is None else position
         base = self.retrieval or (RETRIEVAL_METHODS["merit"] if kind == "sql" else TERMINAL_RETRIEVAL)
         config = base if scope is None else replace(base, scope=Scope.parse(scope))
-        if kind == "sql":
+        if query is not None:
+            query = RetrievalQuery(question=query, current="", failure_type="", position=position,
+                                   query_id=query_id, namespace=ns, kind=kind)
+        elif kind == "sql":
             query = RetrievalQuery(question=failure.question, current=failure.sql, failure_type=diagnosis.family,
                                    position=position, query_id=query_id, namespace=ns,
                                    failure_context=f"status: {failure.status.value}; error: {failure.error or '(none)'}")

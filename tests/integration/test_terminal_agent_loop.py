@@ -18,7 +18,7 @@ import pytest
 
 from repairmem.agents.tasks import load_task, load_tasks
 from repairmem.agents.terminal import (ATTEMPTS_FILE, HINT_HEADER, LADDER, NO_ACTION_MESSAGE, AgentConfig,
-                                       AgentRunConfig, ExperienceArchive, agent_report_main, agent_run_main,
+                                       AgentRunConfig, Experience, agent_report_main, agent_run_main,
                                        format_report, run_agent, run_attempt, summarize)
 from repairmem.agents.workspace import Workspace, bwrap_works, run_process
 from repairmem.errors import InvalidInputError
@@ -193,12 +193,12 @@ def test_commands_time_out_and_the_task_has_a_wall_clock_limit(tmp_path, tasks_d
     assert r["stop_reason"] == "time_limit" and r["n_steps"] < 3
 
 
-def seeded_archive() -> ExperienceArchive:
-    archive = ExperienceArchive(HashingEncoder(256))
+def seeded_archive() -> Experience:
+    archive = Experience.open(":memory:", HashingEncoder(256))
     archive.add_verified({"task_id": "old-task", "reward": 1.0, "instruction": "Count lines of a file.",
                           "steps": [{"t": 0, "action": "command", "command": "wc -l < readme.txt > count.txt",
                                      "reasoning": "count the lines", "observation": "exit code: 0\n(no output)"}]},
-                         "seed-run")
+                         "seed-run", 0)
     return archive
 
 
@@ -206,7 +206,7 @@ def test_sparse_schedule_attaches_one_hint_at_steps_3_6_9_and_never_accumulates(
     config = AgentConfig(max_steps=10)
     vetoes: list[int] = []
     recorded, r, scripted = record_then_replay(tmp_path, solve_policy, lambda m, _: attempt(
-        tasks_dir / "count-lines", m, setting=LADDER["sparse_compact"], archive=seeded_archive(), config=config,
+        tasks_dir / "count-lines", m, setting=LADDER["sparse_compact"], experience=seeded_archive(), position=1, config=config,
         veto=lambda hint: vetoes.append(hint.step) or False))
     assert comparable(recorded) == comparable(r)
     assert [s["t"] for s in r["steps"] if s["hint"]] == [3, 6, 9] == [s["t"] for s in r["steps"] if s["hint_due"]]
@@ -228,7 +228,7 @@ def test_sparse_schedule_attaches_one_hint_at_steps_3_6_9_and_never_accumulates(
 
 def test_vetoed_hints_are_logged_but_not_shown(tmp_path, tasks_dir):
     recorded, r, scripted = record_then_replay(tmp_path, solve_policy, lambda m, _: attempt(
-        tasks_dir / "count-lines", m, setting=LADDER["sparse_compact"], archive=seeded_archive(),
+        tasks_dir / "count-lines", m, setting=LADDER["sparse_compact"], experience=seeded_archive(), position=1,
         config=AgentConfig(max_steps=5), veto=lambda hint: True))
     assert r["hints_vetoed"] == 1 and r["hints_shown"] == 0 and r["steps"][3]["hint"]["vetoed"] is True
     assert not any(m.content.startswith(HINT_HEADER) for req in scripted.requests for m in req)
@@ -236,7 +236,7 @@ def test_vetoed_hints_are_logged_but_not_shown(tmp_path, tasks_dir):
 
 def test_every_step_rung_retrieves_from_step_0(tmp_path, tasks_dir):
     r = record_then_replay(tmp_path, solve_policy, lambda m, _: attempt(
-        tasks_dir / "count-lines", m, setting=LADDER["reasoning"], archive=seeded_archive(),
+        tasks_dir / "count-lines", m, setting=LADDER["reasoning"], experience=seeded_archive(), position=1,
         config=AgentConfig(max_steps=3)))[1]
     assert [s["t"] for s in r["steps"] if s["hint"]] == [0, 1, 2]
     assert "Reasoning: count the lines" in r["steps"][0]["hint"]["text"]
@@ -333,11 +333,11 @@ def test_online_growth_adds_only_verified_runs(tmp_path, tasks_dir):
     assert records["make-done"]["archive_steps"] == 0
     assert records["make-flag"]["archive_steps"] == 1          # make-done's one command step
     # rebuilt archive = the run's verified attempts only
-    archive = ExperienceArchive(HashingEncoder(256))
-    run_id = json.loads((replayed / "run.json").read_text())["run_id"]
-    for r in records_of(replayed):
-        archive.add_verified(r, run_id)
-    assert sorted(t for _, t in archive.sources) == ["make-done", "make-flag"]
+    archive = Experience.open(replayed / "memory.db", HashingEncoder(256))
+    stored = archive.memory.store.all_variants()
+    archive.close()
+    assert sorted({m.provenance[0].source_query for m in stored}) == ["make-done", "make-flag"]
+    assert all(m.kind == "terminal" and m.signatures["run"] == records["make-done"]["run_id"] for m in stored)
 
 
 def test_growth_reaches_later_tasks_through_hints(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from repairmem.agents.tasks import load_task, load_tasks
-from repairmem.agents.terminal import (HINT_HEADER, LADDER, Action, AgentConfig, AgentRunConfig, ExperienceArchive,
+from repairmem.agents.terminal import (HINT_HEADER, LADDER, Action, AgentConfig, AgentRunConfig, Experience,
                                        MemorySetting, assistant_turn, build_query, format_report, hint_due,
                                        hint_message, parse_action, reasoning_text, render_hint_body,
                                        steps_from_record, summarize)
@@ -189,13 +189,28 @@ def record(task_id: str, reward: float, commands: list[str], instruction: str = 
     return {"task_id": task_id, "reward": reward, "instruction": instruction or f"do {task_id}", "steps": steps}
 
 
-def test_archive_keeps_only_verified_steps_once_per_run_and_task():
-    archive = ExperienceArchive(HashingEncoder(64))
-    assert archive.add_verified(record("a", 0.0, ["ls"]), "run1") == 0
-    assert archive.add_verified(record("a", 1.0, ["ls", "git status"]), "run1") == 2
-    assert archive.add_verified(record("a", 1.0, ["other"]), "run1") == 0      # same (run, task)
-    assert archive.add_verified(record("a", 1.0, ["again"]), "run2") == 1      # another run
+def test_experience_keeps_only_verified_steps_once_per_run_and_task():
+    archive = Experience.open(":memory:", HashingEncoder(64))
+    assert archive.add_verified(record("a", 0.0, ["ls"]), "run1", 0) == 0
+    assert archive.add_verified(record("a", 1.0, ["ls", "git status"]), "run1", 1) == 2
+    assert archive.add_verified(record("a", 1.0, ["other"]), "run1", 2) == 0      # same (run, task)
+    assert archive.add_verified(record("a", 1.0, ["again"]), "run2", 3) == 1      # another run
     assert len(archive) == 3 and archive.sources == {("run1", "a"), ("run2", "a")}
+    stored = archive.memory.store.all_variants()
+    assert {m.kind for m in stored} == {"terminal"} and all(m.polarity.value == "+" for m in stored)
+    assert [m.after for m in stored] == ["ls", "git status", "again"] and stored[1].before == "ls"
+    assert stored[1].provenance[0].episode_id == "run1/a/p1#t1"
+
+
+def test_a_task_never_sees_its_own_steps_and_sees_only_earlier_positions():
+    archive = Experience.open(":memory:", HashingEncoder(256))
+    archive.add_verified(record("sql", 1.0, ["sqlite3 shop.db create index orders customer"]), "seed", 0)
+    archive.add_verified(record("git", 1.0, ["git reflog show feature branch recover"]), "r", 5)
+    query = "reason sqlite3 shop.db create index orders customer"
+    assert archive.nearest(query, task_id="sql", position=9)[0].task_id == "git"   # its own step is excluded
+    assert archive.nearest(query, task_id="other", position=9)[0].task_id == "sql"
+    assert archive.nearest(query, task_id="other", position=5)[0].task_id == "sql"  # git (at 5) is not yet seen
+    assert archive.nearest(query, task_id="other", position=0) is None
 
 
 def test_steps_remember_the_context_they_acted_on():
@@ -206,20 +221,22 @@ def test_steps_remember_the_context_they_acted_on():
 
 
 def test_nearest_is_exact_cosine_k1():
-    archive = ExperienceArchive(HashingEncoder(256))
-    assert archive.nearest("anything") is None
-    archive.add_verified(record("git", 1.0, ["git reflog show feature branch recover"]), "r")
-    archive.add_verified(record("sql", 1.0, ["sqlite3 shop.db create index orders customer"]), "r")
-    step, score = archive.nearest("reason sqlite3 shop.db create index orders customer")
-    assert step.task_id == "sql" and 0.5 < score <= 1.0 + 1e-6
-    step, _ = archive.nearest("git reflog feature branch")
+    archive = Experience.open(":memory:", HashingEncoder(256))
+    assert archive.nearest("anything", task_id="q", position=10) is None
+    archive.add_verified(record("git", 1.0, ["git reflog show feature branch recover"]), "r", 0)
+    archive.add_verified(record("sql", 1.0, ["sqlite3 shop.db create index orders customer"]), "r", 1)
+    query = "reason sqlite3 shop.db create index orders customer"
+    step, score = archive.nearest(query, task_id="q", position=10)
+    key, q = HashingEncoder(256).encode([step.key_text(), query])
+    assert step.task_id == "sql" and score == pytest.approx(float(key @ q), abs=1e-5) and score > 0.5
+    step, _ = archive.nearest("git reflog feature branch", task_id="q", position=10)
     assert step.task_id == "git"
 
 
 def test_hint_representations():
-    archive = ExperienceArchive(HashingEncoder(64))
-    archive.add_verified(record("a", 1.0, ["c0", "c1", "c2", "c3"], instruction="fix the repo"), "r")
-    step = archive.steps[2]
+    archive = Experience.open(":memory:", HashingEncoder(64))
+    archive.add_verified(record("a", 1.0, ["c0", "c1", "c2", "c3"], instruction="fix the repo"), "r", 0)
+    step = archive.trajectory_of(steps_from_record(record("a", 1.0, ["c0"]), "r")[0])[2]
     compact = render_hint_body(step, "compact", archive)
     assert compact == ("- Similar task: fix the repo\n  Context: exit code: 0 out c1\n  Useful next command: c2")
     full = render_hint_body(step, "full_step", archive)

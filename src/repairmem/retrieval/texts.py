@@ -8,6 +8,8 @@
 
 Terminal/coding variants use the same fields: the command takes the place of the SQL and the
 signatures (command, paths, stack, entities) join the lexical text, where exact overlap matters.
+A verified step of the terminal agent (signatures carry its ``step``) embeds its reasoning and
+the observation it acted on, as the sparse-experience paper does.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ def _signature_text(memory: MemoryVariant) -> str:
 
 
 def dense_text(memory: MemoryVariant) -> str:
+    if memory.kind == "terminal" and "step" in memory.signatures:
+        # a verified step of the terminal agent: its reasoning and the observation it acted on (the
+        # sparse-experience paper embeds "each step's observation and reasoning")
+        return f"{memory.context}\n{memory.failure_context}".strip() or memory.question
     return "\n".join(filter(None, (
         f"question: {memory.question}",
         f"schema: {memory.context}" if memory.context else "",

@@ -7,8 +7,9 @@ hint, late and sparse, attached to the current call only; the archive seeded fro
 run's verified successes and grown online from each newly verified attempt.
 
 Modules: ``config`` (the ladder of memory settings, the attempt's limits), ``actions`` (the two
-tools, reading an action from a reply, rendering turns), ``hints`` (the experience archive and the
-hint it yields), ``attempt`` (one attempt), ``runs`` (pass@k runs, resumable), ``report``
+tools, reading an action from a reply, rendering turns), ``experience`` (verified steps on the
+memory store and the hint they yield), ``hints`` (when a hint is due, its query and its block),
+``attempt`` (one attempt), ``runs`` (pass@k runs, resumable), ``report``
 (summaries and the report). Every public name is re-exported here.
 """
 
@@ -19,17 +20,17 @@ from .actions import (NO_ACTION_MESSAGE, SYSTEM_PROMPT, TOOL_NAMES, TOOLS, Actio
 from .attempt import decoding_for, run_attempt
 from .config import (ATTEMPTS_FILE, LADDER, PROMPT_VERSION, QUERIES, REPRESENTATIONS, RUN_FILE, SCHEDULES,
                      AgentConfig, MemorySetting, memory_setting)
-from .hints import (HINT_FOOTER, HINT_HEADER, ExperienceArchive, ExperienceStep, Hint, allow_hint, build_query,
-                    hint_due, hint_message, render_hint_body, steps_from_record)
+from .experience import EXPERIENCE, Experience, ExperienceStep, render_hint_body, step_memory, steps_from_record
+from .hints import HINT_FOOTER, HINT_HEADER, Hint, allow_hint, build_query, hint_due, hint_message
 from .report import agent_report_main, format_report, summarize
 from .runs import AgentRunConfig, agent_run_main, run_agent
 
 __all__ = [
-    "ATTEMPTS_FILE", "Action", "AgentConfig", "AgentRunConfig", "ExperienceArchive", "ExperienceStep",
+    "ATTEMPTS_FILE", "Action", "AgentConfig", "AgentRunConfig", "EXPERIENCE", "Experience", "ExperienceStep",
     "HINT_FOOTER", "HINT_HEADER", "Hint", "LADDER", "MemorySetting", "NO_ACTION_MESSAGE", "PROMPT_VERSION",
     "QUERIES", "REPRESENTATIONS", "RUN_FILE", "SCHEDULES", "SYSTEM_PROMPT", "TOOLS", "TOOL_NAMES",
     "agent_report_main", "agent_run_main", "allow_hint", "assistant_turn", "build_query", "clip",
     "command_in_text", "decoding_for", "format_report", "hint_due", "hint_message", "memory_setting",
     "parse_action", "reasoning_text", "render_hint_body", "render_observation", "render_tool_call", "run_agent",
-    "run_attempt", "steps_from_record", "summarize",
+    "run_attempt", "step_memory", "steps_from_record", "summarize",
 ]

@@ -25,7 +25,8 @@ from ..tasks import TaskSpec
 from ..workspace import Workspace
 from .actions import SYSTEM_PROMPT, TOOLS, assistant_turn, parse_action, reasoning_text, render_observation
 from .config import LADDER, PROMPT_VERSION, AgentConfig, MemorySetting
-from .hints import ExperienceArchive, Hint, allow_hint, build_query, hint_due, hint_message, render_hint_body
+from .experience import Experience, render_hint_body
+from .hints import Hint, allow_hint, build_query, hint_due, hint_message
 
 
 def _usage_dict(result: ChatResult) -> dict[str, int]:
@@ -43,13 +44,14 @@ def decoding_for(config: AgentConfig, task_id: str, attempt_pass: int, t: int) -
 
 
 def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LADDER["none"],
-                archive: ExperienceArchive | None = None, config: AgentConfig = AgentConfig(),
+                experience: Experience | None = None, position: int = 0, config: AgentConfig = AgentConfig(),
                 veto: Callable[[Hint], bool] = allow_hint, sandbox: str = "auto", keep_workspace: bool = False,
                 attempt_pass: int = 1, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """Run one attempt at ``task`` (pass ``attempt_pass``, which sets the decoding: ``decoding_for``)
-    and return its record (module doc, "One attempt")."""
-    if setting.retrieval and archive is None:
-        raise InvalidInputError(f"memory {setting.name} needs an ExperienceArchive")
+    and return its record (module doc, "One attempt"). Hints come from ``experience`` as the run's
+    stream stood at ``position`` (never from this task)."""
+    if setting.retrieval and experience is None:
+        raise InvalidInputError(f"memory {setting.name} needs the agent's Experience (a Memory over its store)")
     start = clock()
     deadline = start + (config.task_timeout_s or task.agent_timeout_s)
     messages = [Message("system", SYSTEM_PROMPT), Message("user", task.instruction)]
@@ -65,15 +67,16 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
             due = hint_due(setting, config, t, last_reasoning)
             hint_record, call_messages = None, messages
             if due:
-                found = archive.nearest(build_query(setting.query, task.instruction, last_reasoning, steps))
+                found = experience.nearest(build_query(setting.query, task.instruction, last_reasoning, steps),
+                                           task_id=task.task_id, position=position)
                 if found is not None:
                     source, score = found
-                    body = render_hint_body(source, setting.representation, archive)
+                    body = render_hint_body(source, setting.representation, experience)
                     hint = Hint(t, source, score, hint_message(body))
                     vetoed = bool(veto(hint))
                     hint_record = {"source_run": source.run_id, "source_task": source.task_id,
-                                   "source_step": source.step, "score": round(score, 6), "text": hint.text,
-                                   "vetoed": vetoed}
+                                   "source_step": source.step, "memory_id": source.memory_id,
+                                   "score": round(score, 6), "text": hint.text, "vetoed": vetoed}
                     if vetoed:
                         hints_vetoed += 1
                     else:

@@ -7,9 +7,11 @@ Run folder::
     RUN_DIR/run.json        configuration, task hashes, run id, seed summary (a resume must match)
     RUN_DIR/attempts.jsonl  one record per finished task attempt (appended and fsynced)
 
+    RUN_DIR/memory.db       rungs with memory: the verified steps (``experience``), on the store
+
 A killed run resumes where it stopped when started again with the same arguments: recorded
-attempts are skipped, and the archive is rebuilt from the seed plus the recorded verified
-attempts in record order, which is the state an uninterrupted run had at that point.
+attempts are skipped, and the seed and the recorded verified attempts are written again at their
+positions (idempotent in the store), which is the state an uninterrupted run had at that point.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from ..workspace import SANDBOXES, TaskSetupError, choose_sandbox
 from .actions import SYSTEM_PROMPT, TOOLS
 from .attempt import run_attempt
 from .config import ATTEMPTS_FILE, LADDER, PROMPT_VERSION, RUN_FILE, AgentConfig, memory_setting
-from .hints import ExperienceArchive, Hint, allow_hint
+from .experience import Experience
+from .hints import Hint, allow_hint
 from .report import agent_report_main
 
 
@@ -97,7 +100,7 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
     setting = memory_setting(config.memory)
     tasks = load_tasks(config.tasks_dir, config.task_ids)
     hashes = {t.task_id: t.content_hash() for t in tasks}
-    meta_file, attempts_file = out_dir / RUN_FILE, out_dir / ATTEMPTS_FILE
+    meta_file = out_dir / RUN_FILE
     if meta_file.exists():
         meta = json.loads(meta_file.read_text(encoding="utf-8"))
         if meta.get("config") != config.to_json() or meta.get("task_hashes") != hashes:
@@ -108,15 +111,28 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
         out_dir.mkdir(parents=True, exist_ok=True)
         run_id = f"{out_dir.name}-{secrets.token_hex(4)}"
         meta = None
-    archive = None
+    experience = None
     seed_summary = None
     if setting.retrieval:
         if encoder is None:
             from ...retrieval.encoders import resolve_encoder
             encoder = resolve_encoder(config.encoder)
-        archive = ExperienceArchive(encoder)
+        experience = Experience.open(out_dir / "memory.db", encoder)
         if setting.seeded:
-            seed_summary = archive.seed_from_run(config.seed_from)
+            seed_summary = experience.seed_from_run(config.seed_from)
+    try:
+        return _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashes, meta, run_id,
+                           model=model, encoder=encoder, veto=veto, keep_workspaces=keep_workspaces,
+                           model_options=model_options, progress=progress)
+    finally:
+        if experience is not None:
+            experience.close()
+
+
+def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashes, meta, run_id, *, model, encoder,
+                veto, keep_workspaces, model_options, progress) -> Path:
+    meta_file, attempts_file = out_dir / RUN_FILE, out_dir / ATTEMPTS_FILE
+    base = seed_summary["records"] if seed_summary else 0    # this run's positions follow the seed's
     if meta is None:
         meta = {"run_id": run_id, "config": config.to_json(), "task_hashes": hashes, "memory_setting": asdict(setting),
                 "prompt_version": PROMPT_VERSION, "system_prompt": SYSTEM_PROMPT, "tools": list(TOOLS),
@@ -129,11 +145,11 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
     records = read_jsonl_lines(attempts_file)
     done = {(r["pass"], r["task_id"]) for r in records}
     solved_in: dict[str, int] = {}
-    for r in records:
+    for i, r in enumerate(records):
         if r["reward"] == 1.0:
             solved_in.setdefault(r["task_id"], r["pass"])
-        if archive is not None:
-            archive.add_verified(r, run_id)
+        if experience is not None:
+            experience.add_verified(r, run_id, base + i)
     if model is None:
         from ...llm.models import resolve_model
         model = resolve_model(config.model, **(model_options or {}))
@@ -143,19 +159,22 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
         for task in open_tasks:
             if (p, task.task_id) in done:
                 continue
-            archive_size = len(archive) if archive is not None else 0
+            archive_size = len(experience) if experience is not None else 0
+            position = base + len(records)
             try:
-                record = run_attempt(task, model, setting=setting, archive=archive, config=config.agent, veto=veto,
-                                     sandbox=config.sandbox, keep_workspace=keep_workspaces, attempt_pass=p)
+                record = run_attempt(task, model, setting=setting, experience=experience, position=position,
+                                     config=config.agent, veto=veto, sandbox=config.sandbox,
+                                     keep_workspace=keep_workspaces, attempt_pass=p)
             except TaskSetupError as exc:
                 raise InvalidInputError(str(exc)) from None
             record.update({"pass": p, "run_id": run_id, "archive_steps": archive_size})
             append_jsonl(attempts_file, record)
+            records.append(record)
             done.add((p, task.task_id))
             if record["reward"] == 1.0:
                 solved_in.setdefault(task.task_id, p)
-                if archive is not None:
-                    archive.add_verified(record, run_id)
+                if experience is not None:
+                    experience.add_verified(record, run_id, position)
             say(f"pass {p} {task.task_id}: {'solved' if record['passed'] else 'failed'} "
                 f"({record['n_steps']} steps, {record['stop_reason']}, "
                 f"{record['usage']['prompt_tokens'] + record['usage']['completion_tokens']} tokens)")
