@@ -57,6 +57,7 @@ from .types import Episode, MemoryVariant, Outcome, Scope, memory_from_episode
 
 # Terminal retrieval: one untyped pool of positives with a +0.1 family bonus (no family is trusted
 # enough to filter on: the family is the gate's evidence, and a filtered pool hides look-alikes).
+MAX_OPEN_RECALLS = 10_000   # recalls kept for their feedback; older ones can no longer be rewarded
 TERMINAL_RETRIEVAL = RetrievalConfig("terminal", k_positive=5, k_negative=0, type_mode="reliability",
                                      reliable_types=frozenset())
 
@@ -351,6 +352,8 @@ class Memory:
         recall = Recall(recall_id, action, text, tuple(m.id for m in (*positives, *negatives)),
                         (*found.positives, *found.negatives), why, diagnosis, positives, negatives, found)
         self._open[recall_id] = _Open(recall, result)
+        if len(self._open) > MAX_OPEN_RECALLS:    # feedback that never came (live use); oldest first
+            del self._open[next(iter(self._open))]
         return recall
 
     def feedback(self, recall_id: str, *, accepted: bool = False, verified: bool = False,

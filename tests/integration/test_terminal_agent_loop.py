@@ -23,6 +23,7 @@ from repairmem.agents.terminal import (ATTEMPTS_FILE, HINT_HEADER, LADDER, NO_AC
 from repairmem.agents.workspace import Workspace, bwrap_works, run_process
 from repairmem.errors import InvalidInputError
 from repairmem.files import read_jsonl_lines
+from repairmem.gate import AuditLog
 from repairmem.llm.protocol import DEFAULT_CONFIG, ChatResult, Message, ToolCall, Usage
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.retrieval.encoders import HashingEncoder
@@ -425,3 +426,37 @@ def test_bundled_suite_runs_through_the_agent(tmp_path):
     r = record_then_replay(tmp_path, lambda m, _: cmd(script) if step_of(m) == 0 else FINISH,
                            lambda m, _: run_attempt(task, m, sandbox="none"))[1]
     assert r["passed"] and r["family"] == "log-parsing"
+
+
+def test_gated_rung_decides_each_due_hint_learns_from_the_verifier_and_resumes_exactly(tmp_path, tasks_dir):
+    first = run_agent(run_config(tasks_dir, "none"), tmp_path / "first", model=ScriptedModel(solve_policy))
+    config = run_config(tasks_dir, "sparse_compact_gated", seed_from=first, passes=2, max_steps=5)
+    full = run_agent(config, tmp_path / "full", model=ScriptedModel(solve_policy), encoder=HashingEncoder(256))
+    hinted = [s["hint"] for r in records_of(full) for s in r["steps"] if s["hint"]]
+    assert hinted, "the seeded store should offer hints"
+    with AuditLog(full / "audit.db", create=False) as log:
+        decisions = {d["decision_id"]: d for d in log.decisions()}
+    for hint in hinted:                       # every due hint was the gate's decision, and was rewarded
+        gate = hint["gate"]
+        assert hint["vetoed"] == (gate["action"] in ("abstain", "no_memory", "ask_feedback"))
+        assert decisions[gate["recall"]]["reward"] == pytest.approx(gate["reward"])
+    saved = sorted((full / "gates").glob("*.json"), key=lambda p: int(p.stem))
+    assert json.loads(saved[-1].read_text())["state"]["t"] == len(hinted)
+
+    calls = {"n": 0}
+
+    class Killed(Exception):
+        pass
+
+    def dying(messages, attempt_index):
+        calls["n"] += 1
+        if calls["n"] == 9:
+            raise Killed
+        return solve_policy(messages, attempt_index)
+    with pytest.raises(Killed):
+        run_agent(config, tmp_path / "resumed", model=ScriptedModel(dying), encoder=HashingEncoder(256))
+    run_agent(config, tmp_path / "resumed", model=ScriptedModel(solve_policy), encoder=HashingEncoder(256))
+    assert [comparable(r) for r in records_of(tmp_path / "resumed")] == [comparable(r) for r in records_of(full)]
+    with AuditLog(tmp_path / "resumed" / "audit.db", create=False) as log:
+        assert [(d["session"], d["action"], d["reward"]) for d in log.decisions()] == \
+            [(d["session"], d["action"], d["reward"]) for d in decisions.values()]

@@ -122,7 +122,11 @@ def test_hint_text_cannot_break_out_of_its_block_or_message():
 
 def test_ladder_rows_are_switches_of_one_agent():
     assert list(LADDER) == ["none", "reasoning", "history", "combined", "trajectory_window", "sparse_compact",
-                            "sparse_compact_seeded"]
+                            "sparse_compact_seeded", "sparse_compact_gated"]
+    gated = LADDER["sparse_compact_gated"]
+    assert (gated.gate, gated.seeded, gated.paper_row) == ("rscb_mc", True, "")    # not a paper row
+    with pytest.raises(InvalidInputError, match="every other switch"):
+        MemorySetting("bad", False, gate="rscb_mc")
     assert not LADDER["none"].retrieval
     assert [LADDER[n].schedule for n in ("reasoning", "history", "combined")] == ["every_step"] * 3
     assert [LADDER[n].query for n in ("reasoning", "history", "combined")] == ["reasoning", "history", "combined"]
@@ -207,9 +211,9 @@ def test_a_task_never_sees_its_own_steps_and_sees_only_earlier_positions():
     archive.add_verified(record("sql", 1.0, ["sqlite3 shop.db create index orders customer"]), "seed", 0)
     archive.add_verified(record("git", 1.0, ["git reflog show feature branch recover"]), "r", 5)
     query = "reason sqlite3 shop.db create index orders customer"
-    assert archive.nearest(query, task_id="sql", position=9)[0].task_id == "git"   # its own step is excluded
-    assert archive.nearest(query, task_id="other", position=9)[0].task_id == "sql"
-    assert archive.nearest(query, task_id="other", position=5)[0].task_id == "sql"  # git (at 5) is not yet seen
+    assert archive.nearest(query, task_id="sql", position=9).step.task_id == "git"   # its own step is excluded
+    assert archive.nearest(query, task_id="other", position=9).step.task_id == "sql"
+    assert archive.nearest(query, task_id="other", position=5).step.task_id == "sql"  # git (at 5) is not yet seen
     assert archive.nearest(query, task_id="other", position=0) is None
 
 
@@ -226,11 +230,11 @@ def test_nearest_is_exact_cosine_k1():
     archive.add_verified(record("git", 1.0, ["git reflog show feature branch recover"]), "r", 0)
     archive.add_verified(record("sql", 1.0, ["sqlite3 shop.db create index orders customer"]), "r", 1)
     query = "reason sqlite3 shop.db create index orders customer"
-    step, score = archive.nearest(query, task_id="q", position=10)
+    found = archive.nearest(query, task_id="q", position=10)
+    step, score = found.step, found.score
     key, q = HashingEncoder(256).encode([step.key_text(), query])
     assert step.task_id == "sql" and score == pytest.approx(float(key @ q), abs=1e-5) and score > 0.5
-    step, _ = archive.nearest("git reflog feature branch", task_id="q", position=10)
-    assert step.task_id == "git"
+    assert archive.nearest("git reflog feature branch", task_id="q", position=10).step.task_id == "git"
 
 
 def test_hint_representations():

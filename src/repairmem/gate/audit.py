@@ -209,6 +209,10 @@ class AuditLog:
             db.execute("INSERT INTO rewards (decision_id, reward, source, feedback) VALUES (?, ?, ?, ?)",
                        (decision_id, float(reward), source, data))
 
+    def sessions(self) -> set[str]:
+        """The sessions (episodes) with recorded decisions."""
+        return {r[0] for r in self._db.execute("SELECT DISTINCT session FROM decisions")}
+
     def discard_session(self, session: str) -> int:
         """Delete the decisions (and rewards) of ``session``: an episode a kill cut short, which a
         resumed run plays again. Returns how many decisions went."""

@@ -59,6 +59,7 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
     totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
     stop_reason, error, idle, last_reasoning = "max_steps", "", 0, ""
     hints_shown = hints_vetoed = 0
+    due_hints: list = []          # (Found, shown) of a gated experience, rewarded once verified
     with Workspace(task, keep=keep_workspace, sandbox=sandbox) as ws:
         for t in range(config.max_steps):
             if clock() >= deadline:
@@ -68,15 +69,20 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
             hint_record, call_messages = None, messages
             if due:
                 found = experience.nearest(build_query(setting.query, task.instruction, last_reasoning, steps),
-                                           task_id=task.task_id, position=position)
+                                           task_id=task.task_id, position=position,
+                                           session=f"{task.task_id}/p{attempt_pass}")
                 if found is not None:
-                    source, score = found
+                    source, score = found.step, found.score
                     body = render_hint_body(source, setting.representation, experience)
                     hint = Hint(t, source, score, hint_message(body))
-                    vetoed = bool(veto(hint))
+                    vetoed = not found.allowed or bool(veto(hint))
                     hint_record = {"source_run": source.run_id, "source_task": source.task_id,
                                    "source_step": source.step, "memory_id": source.memory_id,
                                    "score": round(score, 6), "text": hint.text, "vetoed": vetoed}
+                    if experience.gated:
+                        hint_record["gate"] = {"recall": found.recall.id, "action": found.recall.action,
+                                               "why": found.recall.why}
+                        due_hints.append((found, not vetoed, hint_record))
                     if vetoed:
                         hints_vetoed += 1
                     else:
@@ -125,6 +131,9 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                 stop_reason = "no_action"
                 break
         verification = ws.verify()
+        for found, shown, hint_record in due_hints:      # the gate learns from the verified outcome
+            hint_record["gate"]["reward"] = round(experience.feedback(found, shown=shown,
+                                                                      passed=verification.passed), 6)
         workspace_root = str(ws.root) if keep_workspace else None
         sandbox_used = ws.sandbox
     return {

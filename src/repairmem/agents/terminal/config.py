@@ -12,13 +12,16 @@ The ladder (``LADDER``; the paper's variants table, one row of switches each)
     trajectory_window      local window    when the last reply reasons reasoning no
     sparse_compact         compact hint    t >= 2 and t % 3 == 0       combined  no
     sparse_compact_seeded  compact hint    t >= 2 and t % 3 == 0       combined  yes
+    sparse_compact_gated   compact hint    t >= 2 and t % 3 == 0, and  combined  yes
+                                           the gate (RSCB-MC) allows
     =====================  ==============  ==========================  ========  ======
 
     Queries: ``reasoning`` = the last reply's reasoning text; ``history`` = the last 4 steps
     (command + clipped output); ``combined`` = instruction + last reasoning + last 4 steps (the
     paper's ``build_query``). Every rung with retrieval also grows its archive online; only the
-    seeded rung starts from ``--seed-from``. The sparse schedule is the paper's
-    ``if t >= 2 and t % 3 == 0`` (hints at t = 3, 6, 9, ...).
+    seeded rungs start from ``--seed-from``. The sparse schedule is the paper's
+    ``if t >= 2 and t % 3 == 0`` (hints at t = 3, 6, 9, ...). The gated rung (not a paper row) lets
+    a gate policy decide whether each due hint is shown; its reward is the attempt's verified outcome.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class MemorySetting:
     query: str = ""
     seeded: bool = False
     paper_row: str = ""
+    gate: str = ""              # a gate policy that decides whether a due hint is shown
 
     def __post_init__(self) -> None:
         if self.retrieval:
@@ -57,13 +61,14 @@ class MemorySetting:
                 raise InvalidInputError(f"memory {self.name}: schedule must be one of {list(SCHEDULES)}")
             if self.query not in QUERIES:
                 raise InvalidInputError(f"memory {self.name}: query must be one of {QUERIES}")
-        elif self.representation or self.schedule or self.query or self.seeded:
+        elif self.representation or self.schedule or self.query or self.seeded or self.gate:
             raise InvalidInputError(f"memory {self.name}: without retrieval every other switch must be off")
 
     def labels(self) -> dict[str, str]:
         if not self.retrieval:
             return {"representation": "--", "schedule": "--", "seeded": "--"}
-        return {"representation": REPRESENTATIONS[self.representation], "schedule": SCHEDULES[self.schedule],
+        return {"representation": REPRESENTATIONS[self.representation],
+                "schedule": SCHEDULES[self.schedule] + (f", {self.gate} gate" if self.gate else ""),
                 "seeded": "yes" if self.seeded else "no"}
 
 
@@ -76,6 +81,7 @@ LADDER: dict[str, MemorySetting] = {s.name: s for s in (
     MemorySetting("sparse_compact", True, "compact", "sparse", "combined", paper_row="Sparse compact"),
     MemorySetting("sparse_compact_seeded", True, "compact", "sparse", "combined", seeded=True,
                   paper_row="Sparse compact (seeded)"),
+    MemorySetting("sparse_compact_gated", True, "compact", "sparse", "combined", seeded=True, gate="rscb_mc"),
 )}
 
 

@@ -36,7 +36,8 @@ from ...classify.terminal import classify_terminal
 from ...errors import InvalidInputError
 from ...files import read_jsonl_lines
 from ...gate.features import signature_memory_dict
-from ...memory import Memory, TerminalFailure
+from ...gate.gate import Gate
+from ...memory import Memory, Recall, TerminalFailure
 from ...retrieval.hybrid import RetrievalConfig
 from ...retrieval.index import MemoryIndex
 from ...retrieval.texts import MemoryEmbedder
@@ -107,25 +108,42 @@ def _view(memory: MemoryVariant) -> ExperienceStep:
                           command=memory.after, output=memory.error, memory_id=memory.id)
 
 
+@dataclass(frozen=True)
+class Found:
+    """The nearest step, its cosine, and the recall behind it (with a gate: whether it may be shown)."""
+
+    step: ExperienceStep
+    score: float
+    recall: Recall
+
+    @property
+    def allowed(self) -> bool:
+        return self.recall.injected
+
+
 class Experience:
-    """Verified steps on a ``Memory`` (always-inject: the schedule, not a gate, decides when)."""
+    """Verified steps on a ``Memory``. Without a gate the schedule alone decides when a hint is
+    shown; with one (``Memory`` over a ``Gate``) the gate decides for each due hint."""
 
     def __init__(self, memory: Memory) -> None:
-        if memory.gate is not None:
-            raise InvalidInputError("the terminal agent's experience is read without a gate; pass a Memory with "
-                                    "policy=None (the veto hook sees every hint)")
         self.memory = memory
         self._sources: set[tuple[str, str]] = set()
         self._trajectories: dict[tuple[str, str], list[int]] = {}
 
     @classmethod
-    def open(cls, path, encoder) -> "Experience":
+    def open(cls, path, encoder, *, gate: Gate | None = None) -> "Experience":
         """The experience in the store at ``path`` (``":memory:"`` for a throwaway one); ``close()`` it."""
         store = open_store(path, embedder=MemoryEmbedder(encoder))
-        return cls(Memory(store, MemoryIndex(store, encoder), policy=None, retrieval=EXPERIENCE))
+        return cls(Memory(store, MemoryIndex(store, encoder), policy=gate, retrieval=EXPERIENCE))
+
+    @property
+    def gated(self) -> bool:
+        return self.memory.gate is not None
 
     def close(self) -> None:
         self.memory.store.close()
+        if self.memory.audit is not None:
+            self.memory.audit.close()
 
     def __len__(self) -> int:
         return len(self.memory.store)
@@ -170,14 +188,27 @@ class Experience:
         return {"seed_run_dir": str(run_dir.resolve()), "seed_run_id": run_id, "trajectories": trajectories,
                 "steps": steps, "records": len(records)}
 
-    def nearest(self, query: str, *, task_id: str, position: int) -> tuple[ExperienceStep, float] | None:
-        """The step most similar to ``query`` that the task may see at ``position``, and its cosine."""
-        recall = self.memory.recall(TerminalFailure(command="", log=query or "(no output yet)"), query_id=task_id,
-                                    position=position, query=query or "(no output yet)")
+    def nearest(self, query: str, *, task_id: str, position: int, session: str = "") -> Found | None:
+        """The step most similar to ``query`` that the task may see at ``position`` (``Found``), or None."""
+        text = query or "(no output yet)"
+        recall = self.memory.recall(TerminalFailure(command="", log=text), query_id=task_id, position=position,
+                                    query=text, session=session or task_id)
         if not recall.candidates:
+            if recall.id in self.memory._open:      # nothing to decide about: no feedback will follow
+                self.memory.feedback(recall.id)
             return None
         best = recall.candidates[0]
-        return _view(best.memory), float(best.dense)
+        return Found(_view(best.memory), float(best.dense), recall)
+
+    def feedback(self, found: Found, *, shown: bool, passed: bool) -> float:
+        """The attempt's verified outcome as the gate's reward for one due hint (gated only):
+        shown and passed -> accepted + verified; allowed but failed or vetoed -> rejected; refused
+        -> correct_abstain when the attempt passed without it."""
+        if not found.allowed:
+            return self.memory.feedback(found.recall.id, correct_abstain=passed, success=passed)
+        if shown and passed:
+            return self.memory.feedback(found.recall.id, accepted=True, verified=True, success=True)
+        return self.memory.feedback(found.recall.id, rejected=True, success=passed)
 
     def trajectory_of(self, step: ExperienceStep) -> list[ExperienceStep]:
         ids = self._trajectories.get((step.run_id, step.task_id), [])

@@ -6,12 +6,14 @@ Run folder::
 
     RUN_DIR/run.json        configuration, task hashes, run id, seed summary (a resume must match)
     RUN_DIR/attempts.jsonl  one record per finished task attempt (appended and fsynced)
-
     RUN_DIR/memory.db       rungs with memory: the verified steps (``experience``), on the store
+    RUN_DIR/gates/<n>.json  the gated rung: the gate (policy and counters) as of record n
+    RUN_DIR/audit.db        the gated rung: every gate decision and its reward
 
 A killed run resumes where it stopped when started again with the same arguments: recorded
-attempts are skipped, and the seed and the recorded verified attempts are written again at their
-positions (idempotent in the store), which is the state an uninterrupted run had at that point.
+attempts are skipped, the seed and the recorded verified attempts are written again at their
+positions (idempotent in the store), and the gate is the one saved with the last record, which is
+the state an uninterrupted run had at that point.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from ..workspace import SANDBOXES, TaskSetupError, choose_sandbox
 from .actions import SYSTEM_PROMPT, TOOLS
 from .attempt import run_attempt
 from .config import ATTEMPTS_FILE, LADDER, PROMPT_VERSION, RUN_FILE, AgentConfig, memory_setting
+from ...gate import AuditLog, Gate, Ledger, make_policy
+from ...gate.gate import load_gate_state, save_gate_state
 from .experience import Experience
 from .hints import Hint, allow_hint
 from .report import agent_report_main
@@ -117,7 +121,8 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
         if encoder is None:
             from ...retrieval.encoders import resolve_encoder
             encoder = resolve_encoder(config.encoder)
-        experience = Experience.open(out_dir / "memory.db", encoder)
+        gate = _gate(setting.gate, out_dir, read_jsonl_lines(out_dir / ATTEMPTS_FILE)) if setting.gate else None
+        experience = Experience.open(out_dir / "memory.db", encoder, gate=gate)
         if setting.seeded:
             seed_summary = experience.seed_from_run(config.seed_from)
     try:
@@ -168,7 +173,11 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
             except TaskSetupError as exc:
                 raise InvalidInputError(str(exc)) from None
             record.update({"pass": p, "run_id": run_id, "archive_steps": archive_size})
+            if experience is not None and experience.gated:   # the gate as it stands with this record
+                save_gate_state(experience.memory.gate, out_dir / "gates" / f"{len(records) + 1}.json",
+                                after=f"{task.task_id}/p{p}")
             append_jsonl(attempts_file, record)
+            (out_dir / "gates" / f"{len(records) - 1}.json").unlink(missing_ok=True)
             records.append(record)
             done.add((p, task.task_id))
             if record["reward"] == 1.0:
@@ -179,6 +188,28 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
                 f"({record['n_steps']} steps, {record['stop_reason']}, "
                 f"{record['usage']['prompt_tokens'] + record['usage']['completion_tokens']} tokens)")
     return out_dir
+
+
+def _gate(policy: str, out_dir: Path, records: list[dict]) -> Gate:
+    """The gated rung's gate: fresh, or as saved with the last record (a resume); the audit log's
+    decisions of an attempt a kill cut short are discarded."""
+    (out_dir / "gates").mkdir(parents=True, exist_ok=True)
+    audit = AuditLog(out_dir / "audit.db")
+    try:
+        if not records:
+            gate = Gate(make_policy(policy), audit=audit, ledger=Ledger())
+        else:
+            path = out_dir / "gates" / f"{len(records)}.json"
+            if not path.exists():
+                raise InvalidInputError(f"{path}: the gate state saved with attempt {len(records)} is missing; the "
+                                        "run cannot resume exactly (start it again in a new --out)")
+            gate, _ = load_gate_state(path, audit=audit)
+        for session in audit.sessions() - {f"{r['task_id']}/p{r['pass']}" for r in records}:
+            audit.discard_session(session)
+        return gate
+    except BaseException:
+        audit.close()
+        raise
 
 
 def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, passes: int = 1,
