@@ -121,7 +121,10 @@ class CachedEncoder:
 
 
 def group_of(rec: dict) -> str:
-    """The labelled-cause group of a record: ``family/root_cause``, or ``family/other:<shared cause>``."""
+    """The labelled-cause group of a record: its ``group`` field when it has one (the held-out set
+    names the cause one fix serves), else ``family/root_cause`` or ``family/other:<shared cause>``."""
+    if rec.get("group"):
+        return str(rec["group"])
     if rec["root_cause"] == OUTSIDE:
         if rec["id"] not in OTHER_GROUPS:
             raise ValueError(f"{rec['id']}: root cause 'other' but no entry in OTHER_GROUPS")
