@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable
 from .classify.sql import classify_sql
 from .classify.sql_signatures import identifiers as sql_identifiers, sql_signatures
 from .classify.terminal import classify_terminal
+from .check import check_int
 from .errors import InvalidInputError
 from .gate.actions import Action, render
 from .gate.audit import AuditLog
@@ -48,6 +49,7 @@ from .gate.gate import Gate, GateResult, StoreLedger, counter_increments
 from .gate.policies import Policy, load_policy, make_policy, save_policy
 from .gate.reward import Feedback, RewardConfig, reward
 from .retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig, RetrievalQuery, Scored, retrieval_config, retrieve
+from .retrieval.encoders import resolve_encoder
 from .retrieval.index import MemoryIndex
 from .retrieval.texts import MemoryEmbedder
 from .sql.prompts import render_memories
@@ -148,7 +150,6 @@ class Recall:
 class _Open:
     recall: Recall
     result: GateResult | None
-    rewarded: bool = False
 
 
 def diagnose(failure: SqlFailure | TerminalFailure) -> tuple[Diagnosis, Any]:
@@ -204,7 +205,7 @@ class Memory:
         self.namespace = namespace
         self.policy_path = Path(policy_path) if policy_path is not None else None
         self.reward_config = reward_config
-        self.token_budget = token_budget
+        self.token_budget = check_int(token_budget, "token_budget", low=0, where="Memory")
         if isinstance(policy, Gate):     # a gate restored by the caller (a resumed run)
             self.gate, audit = policy, policy.audit
         else:
@@ -222,7 +223,6 @@ class Memory:
         """Open (creating) the store at ``path``. ``encoder``: a spec (``default``, ``hashing``, ...)
         or an encoder. With a policy, the gate's decisions go to ``PATH.audit.db`` and its learned
         state to ``PATH.gate.json`` (reloaded on the next open); ``policy=None`` always injects."""
-        from .retrieval.encoders import resolve_encoder
         enc = resolve_encoder(encoder) if encoder is None or isinstance(encoder, str) else encoder
         store = open_store(path, embedder=MemoryEmbedder(enc))
         try:
