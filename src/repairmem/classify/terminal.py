@@ -14,7 +14,8 @@ classes, decided by *distinguishing cues* in the log; when none is present the r
 rather than inject a memory about the wrong cause.
 
 The rule table (families, root causes, the rules in order, their confidences) is
-:mod:`repairmem.classify.terminal_rules`; the signature extraction is
+:mod:`repairmem.classify.terminal_rules`, the evidence and the cue predicates it reads are
+:mod:`repairmem.classify.terminal_cues`; the signature extraction is
 :mod:`repairmem.classify.terminal_signatures`. This module runs the table on a log and assembles
 the diagnosis.
 """
@@ -25,7 +26,8 @@ import re
 from dataclasses import dataclass
 
 from ..check import check_str
-from .terminal_rules import FAMILIES, ROOT_CAUSES, RULES, _Evidence, Rule
+from .terminal_cues import _Evidence
+from .terminal_rules import FAMILIES, ROOT_CAUSES, RULES, Rule
 from .terminal_signatures import (_KEY_NAMED, _MODULE_NAMED, Signatures, _command_signature, _entities,
                                   _error_line, _infer_command, _norm_path, _path_candidates, _stack,
                                   _without_source_lines, signature_overlap)

@@ -10,40 +10,65 @@ Families and root causes (``FAMILIES``, ``ROOT_CAUSES``):
 family                root causes (cue)
 ====================  ======================================================================
 sqlite_locked         concurrent_writer (``database is locked`` + another writer: thread,
-                      worker, lsof/fuser, pid, BEGIN IMMEDIATE); stale_migration (alembic /
-                      django migration state errors, ``no such column/table``, ``table ...
-                      already exists``, a lock while a migration runs); unknown (lock alone)
+                      worker, lsof/fuser, pid, BEGIN IMMEDIATE; or the lock reported by
+                      several operations at once); stale_migration (alembic / django migration
+                      state errors, ``no such column/table``, ``table ... already exists``, a
+                      lock while a migration runs); unknown (lock alone, or a lock while the
+                      migration framework creates its history table: no migration ran yet)
 module_not_found      wrong_virtualenv (system ``/usr/bin/python`` + a venv in sight, pip says
                       the package is installed, externally-managed system python);
                       wrong_pythonpath (relative import without parent package, ``No module
                       named 'src'``, PYTHONPATH / sys.path / editable install, the missing
-                      module is the project's own package); unknown (no cue)
-import_error          circular_import; unknown (``cannot import name`` from local code)
+                      module is the project's own package: a directory or file of that name
+                      in a path outside site-packages, ``my-pkg`` for ``my_pkg``); also
+                      wrong_virtualenv when ``sudo`` ran with a venv or ~/.local in sight
+                      (sudo resets the environment); unknown (no cue)
+import_error          circular_import; shadowed_module (a file imports its own name:
+                      ``e3dc.py`` running ``from e3dc import``, a package's ``typing.py``;
+                      Python calls it a circular import); unknown (``cannot import name``
+                      from local code)
 dependency_conflict   resolution_impossible (pip ResolutionImpossible, poetry/uv/conda solver);
                       incompatible_installed (``requires X, but you have Y which is
                       incompatible``, VersionConflict); api_version_mismatch (``cannot import
-                      name`` from site-packages, removed module attribute); no_matching_version
+                      name`` from site-packages, removed module attribute, ``got an
+                      unexpected keyword argument`` raised in site-packages or by the test
+                      runner before any test ran); no_matching_version
 config_key_error      missing_backup_path (KeyError on a path-ish key: backup, dir, path, ...);
                       missing_config_key (KeyError in config context, configparser
-                      NoOption/NoSection); unknown (bare KeyError)
+                      NoOptionError: the file was read); config_file_missing (configparser
+                      NoSectionError: ``read()`` skips a file it cannot open, so no section
+                      usually means no file); unknown (bare KeyError)
 missing_file          missing_backup_path (missing file with "backup" in its path);
-                      wrong_working_directory (relative path, ``can't open file``, ``./x``);
-                      missing_path (any other)
-command_not_found     wrong_virtualenv (venv in sight); not_installed (install hint); unknown
+                      missing_path (the program creates it: write-mode open, mkdir - its
+                      parent directory is missing; or a relative path while ``python x.py``
+                      runs the script from its own directory); wrong_working_directory
+                      (relative path, ``can't open file``, ``./x``); missing_path (any other)
+command_not_found     not_on_path (pip installed the command's package, or warns its script
+                      directory is not on PATH); not_installed (a base system tool - make,
+                      gcc, git, curl... - or an install hint); wrong_virtualenv (venv in
+                      sight); unknown
 permission_denied     read_only_filesystem; file_permission (readonly database, quoted path);
                       system_site_packages (pip into the system interpreter, PEP 668);
-                      privileged_port (bind/listen); not_executable (shell/subprocess exec);
+                      privileged_port (bind/listen); not_executable (shell/subprocess exec,
+                      a line that is only ``<script or bin/ path>: Permission denied``);
                       unknown
 port_in_use           time_wait (TIME_WAIT, SO_REUSEADDR); other_listener (lsof/ss LISTEN, pid,
-                      docker "port is already allocated"); unknown
+                      docker "port is already allocated"); unknown (also ``bind ... errno=98``)
 out_of_memory         gpu_memory; heap_limit (JVM / Node heap); oom_killed (OOM killer, or
                       ``Killed`` / exit 137 / SIGKILL); allocation_failed (MemoryError, ENOMEM)
 disk_full             quota_exceeded; no_space
-syntax_error          python_indentation; python_syntax; shell_syntax; sql_syntax; unknown
+syntax_error          python_indentation; wrong_interpreter (``SyntaxError: invalid syntax``
+                      with the caret under an f-string: Python 2 or < 3.6 ran it);
+                      python_syntax; crlf_line_endings (``$'do\\r'``: the shell read a carriage
+                      return); wrong_shell (the script ran under sh/dash - dash's message
+                      format or ``sh x.sh`` - and the error is a bash-only construct: ``(``,
+                      ``< <(``, ``[[``); shell_syntax; sql_syntax; unknown (also a shell
+                      syntax error under sh without a bashism: CRLF, bashism or a real error)
 network_error         dns_failure; tls_error; connection_refused; network_timeout; unknown
 timeout               process_timeout (TimeoutExpired, pytest-timeout, exit 124); unknown
-test_failure          fixture_error; assertion_failed; exception_in_test; unknown
-unknown               unknown
+test_failure          fixture_error; assertion_failed; exception_in_test (also pytest's ``>`` /
+                      ``E   XError`` report without a summary line); unknown
+unknown               unknown (also the Docker daemon's socket: outside the taxonomy)
 ====================  ======================================================================
 
 Rule order (``RULES``; first match wins). Every rule is a *symptom* regex plus zero or more
@@ -52,34 +77,41 @@ distinguishing cues come before the generic symptom; across families, the famili
 root cause come before those that are usually consequences (a failing test, a timeout):
 
 1. sqlite: ``sqlite.migration_state``, ``sqlite.schema_drift_after_migration``,
-   ``sqlite.locked_concurrent_writer``, ``sqlite.locked_during_migration``,
+   ``sqlite.locked_concurrent_writer``, ``sqlite.locked_in_several_operations``,
+   ``sqlite.locked_migration_bootstrap``, ``sqlite.locked_during_migration``,
    ``sqlite.schema_drift``, ``sqlite.locked``
-2. ``import.circular``
+2. ``import.shadowed_module``, ``import.circular``
 3. dependency: ``dep.resolution_impossible``, ``dep.incompatible_installed``,
-   ``dep.cannot_import_from_site_packages``, ``dep.removed_attribute``
+   ``dep.cannot_import_from_site_packages``, ``dep.removed_attribute``,
+   ``dep.unexpected_keyword_in_library``, ``dep.unexpected_keyword_at_test_startup``
 4. module: ``module.system_python_no_module``, ``module.installed_elsewhere``,
-   ``module.system_python_with_venv``, ``module.externally_managed``, ``module.relative_import``,
-   ``module.src_prefix``, ``module.pythonpath_cue``, ``module.first_party``, ``module.generic``
+   ``module.system_python_with_venv``, ``module.sudo_drops_env``, ``module.externally_managed``,
+   ``module.relative_import``, ``module.src_prefix``, ``module.pythonpath_cue``,
+   ``module.first_party``, ``module.first_party_path``, ``module.generic``
 5. ``import.cannot_import_name``
-6. syntax: ``syntax.indentation``, ``syntax.shell``, ``syntax.sql``, ``syntax.python``,
-   ``syntax.generic``
-7. config: ``config.configparser``, ``config.pathish_key``, ``config.key_in_config``,
-   ``config.keyerror``
+6. syntax: ``syntax.indentation``, ``syntax.crlf``, ``syntax.bash_under_sh``,
+   ``syntax.shell_under_sh``, ``syntax.shell``, ``syntax.sql``,
+   ``syntax.python_fstring_old_interpreter``, ``syntax.python``, ``syntax.generic``
+7. config: ``config.configparser``, ``config.no_section``, ``config.pathish_key``,
+   ``config.key_in_config``, ``config.keyerror``
 8. disk: ``disk.quota``, ``disk.no_space``
 9. oom: ``oom.gpu``, ``oom.heap``, ``oom.oom_killer``, ``oom.memory_error``, ``oom.killed``
 10. port: ``port.time_wait``, ``port.other_listener``, ``port.generic``
-11. command: ``cmd.subprocess_missing_program``, ``cmd.venv_tool``, ``cmd.installable``,
-    ``cmd.generic``
+11. command: ``cmd.subprocess_missing_program``, ``cmd.installed_not_on_path``,
+    ``cmd.system_tool``, ``cmd.venv_tool``, ``cmd.installable``, ``cmd.generic``
 12. permission: ``perm.read_only_fs``, ``perm.readonly_database``, ``perm.externally_managed``,
     ``perm.pip_system``, ``perm.privileged_port``, ``perm.shell_not_executable``,
-    ``perm.subprocess_not_executable``, ``perm.file``, ``perm.generic``
-13. missing file: ``missing.backup_path``, ``missing.wrong_cwd``, ``missing.path``
+    ``perm.script_not_executable``, ``perm.subprocess_not_executable``, ``perm.file``,
+    ``perm.generic``; then ``unknown.docker_daemon`` (before missing files and network errors:
+    the daemon's socket is neither)
+13. missing file: ``missing.backup_path``, ``missing.create_parent``, ``missing.script_dir``,
+    ``missing.wrong_cwd``, ``missing.path``
 14. network and timeouts: ``net.dns``, ``net.tls``, ``net.refused``, ``timeout.process`` (a
     subprocess / test timeout is one whatever the command did), ``net.timeout``, ``net.generic``
 15. ``dep.no_matching_version`` (after network: offline pip says the same)
 16. ``timeout.generic``
 17. test: ``test.fixture``, ``test.assertion``, ``test.exception``, ``test.assertion_bare``,
-    ``test.generic``
+    ``test.exception_report``, ``test.generic``
 18. unknown: ``unknown.error_text``, ``unknown.none``
 
 Confidence is the fired rule's constant: about 0.8-0.95 when a distinguishing cue was found,
@@ -89,42 +121,39 @@ Confidence is the fired rule's constant: about 0.8-0.95 when a distinguishing cu
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+
+# The evidence and the predicates over it live in terminal_cues (terminal_signatures imports _rx
+# from here).
+from .terminal_cues import (_SITE_PACKAGES, _SQLITE_LOCKED, Cue, _absent, _command_installed,
+                            _file_imports_itself, _first_party, _first_party_path, _installed_elsewhere,
+                            _last_frame_in_site_packages, _lock_in_several_operations, _pathish_key, _rx,
+                            _same_line, _script_run_from_its_dir, _system_tool_missing)
 
 ROOT_CAUSES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "sqlite_locked": ("concurrent_writer", "stale_migration", "unknown"),
     "module_not_found": ("wrong_virtualenv", "wrong_pythonpath", "unknown"),
-    "import_error": ("circular_import", "unknown"),
+    "import_error": ("circular_import", "shadowed_module", "unknown"),
     "dependency_conflict": ("resolution_impossible", "incompatible_installed", "api_version_mismatch",
                             "no_matching_version"),
-    "config_key_error": ("missing_config_key", "missing_backup_path", "unknown"),
+    "config_key_error": ("missing_config_key", "missing_backup_path", "config_file_missing", "unknown"),
     "missing_file": ("missing_backup_path", "wrong_working_directory", "missing_path"),
-    "command_not_found": ("wrong_virtualenv", "not_installed", "unknown"),
+    "command_not_found": ("wrong_virtualenv", "not_installed", "not_on_path", "unknown"),
     "permission_denied": ("read_only_filesystem", "file_permission", "system_site_packages",
                           "privileged_port", "not_executable", "unknown"),
     "port_in_use": ("other_listener", "time_wait", "unknown"),
     "out_of_memory": ("gpu_memory", "heap_limit", "oom_killed", "allocation_failed"),
     "disk_full": ("quota_exceeded", "no_space"),
-    "syntax_error": ("python_indentation", "python_syntax", "shell_syntax", "sql_syntax", "unknown"),
+    "syntax_error": ("python_indentation", "python_syntax", "shell_syntax", "sql_syntax", "crlf_line_endings",
+                     "wrong_interpreter", "wrong_shell", "unknown"),
     "network_error": ("dns_failure", "tls_error", "connection_refused", "network_timeout", "unknown"),
     "timeout": ("process_timeout", "unknown"),
     "test_failure": ("fixture_error", "assertion_failed", "exception_in_test", "unknown"),
     "unknown": ("unknown",),
 })
 FAMILIES: tuple[str, ...] = tuple(ROOT_CAUSES)
-
-
-@dataclass(frozen=True, slots=True)
-class _Evidence:
-    text: str                   # command + "\n" + log (the command counts as evidence too)
-    module: str                 # the missing module of "No module named 'x'", or ""
-    key: str                    # the key of "KeyError: 'x'", or ""
-    raw_paths: tuple[str, ...]  # path tokens as written, before normalisation
-
-
-Cue = re.Pattern[str] | Callable[[_Evidence], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,98 +168,15 @@ class Rule:
     cues: tuple[Cue, ...] = ()
 
 
-def _rx(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
-
-
-def _absent(pattern: re.Pattern[str]) -> Callable[[_Evidence], bool]:
-    return lambda ev: pattern.search(ev.text) is None
-
-
-def _same_line(first: re.Pattern[str], second: re.Pattern[str]) -> Callable[[_Evidence], bool]:
-    """Both patterns on one line (e.g. "No such file" and "backup" in the same message)."""
-    def check(ev: _Evidence) -> bool:
-        return any(first.search(line) and second.search(line) for line in ev.text.splitlines())
-    return check
-
-
-# Dist names that differ from the import name; pip prints the former, Python the latter.
-_DIST_ALIASES = {
-    "yaml": "pyyaml", "cv2": "opencv_python", "pil": "pillow", "sklearn": "scikit_learn",
-    "bs4": "beautifulsoup4", "dateutil": "python_dateutil", "dotenv": "python_dotenv",
-    "jwt": "pyjwt", "attr": "attrs", "magic": "python_magic", "serial": "pyserial",
-}
-_INSTALLED_LINE = re.compile(
-    r"^[ \t]*(?:Requirement already satisfied:\s*(\S+)|Successfully installed\s+(.+)|Name:\s*(\S+))",
-    re.IGNORECASE | re.MULTILINE)
-
-
-def _dist_norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-def _installed_elsewhere(ev: _Evidence) -> bool:
-    """pip reports the missing module installed: the interpreter that failed is another one."""
-    if not ev.module:
-        return False
-    top = _dist_norm(ev.module.split(".")[0])
-    wanted = {top, _DIST_ALIASES.get(top, top)}
-    for m in _INSTALLED_LINE.finditer(ev.text):
-        for group in m.groups():
-            if not group:
-                continue
-            for token in group.split():
-                name = re.split(r"[<>=!~;\[( ]", token, maxsplit=1)[0]
-                if _dist_norm(name) in wanted:
-                    return True
-                # "Successfully installed requests-2.31.0": strip the version suffix.
-                if _dist_norm(re.sub(r"-\d[\w.+!]*$", "", name)) in wanted:
-                    return True
-    return False
-
-
-_SITE = re.compile(r"(?:^|/)(?:site|dist)-packages(?:/|$)|/lib/python\d")
-
-
-def _first_party(ev: _Evidence) -> bool:
-    """The missing module is the project's own package: it is a directory/file in the project's
-    paths, or the command runs it with ``-m``. Then the interpreter is fine and the import path is not."""
-    if not ev.module:
-        return False
-    top = ev.module.split(".")[0]
-    for raw in ev.raw_paths:
-        path = raw.replace("\\", "/")
-        if _SITE.search(path):
-            continue
-        parts = path.split("/")
-        if top in parts[:-1] or parts[-1] in (top, f"{top}.py"):
-            return True
-    return re.search(rf"(?:^|\s)-m\s+{re.escape(top)}(?:[.\s]|$)", ev.text, re.MULTILINE) is not None
-
-
-_PATHISH_WORDS = frozenset({
-    "backup", "backups", "path", "paths", "dir", "dirs", "directory", "folder", "file", "filename",
-    "root", "location", "dest", "destination", "archive", "snapshot", "dump", "storage", "output",
-})
-
-
-def _pathish_key(ev: _Evidence) -> bool:
-    """KeyError on a key naming a path or backup location (``backup_dir``, ``dumpPath``...)."""
-    if not ev.key:
-        return False
-    if "backup" in ev.key.lower():
-        return True
-    words = re.split(r"[_\-.\s/]+|(?<=[a-z])(?=[A-Z])", ev.key)
-    return any(w.lower() in _PATHISH_WORDS for w in words)
-
-
-_SQLITE_LOCKED = _rx(r"database (?:table )?is locked|\bSQLITE_BUSY\b")
 _SQLITE_DRIFT = _rx(r"no such (?:table|column)\s*:|\btable [\"'`]?\w+[\"'`]? already exists|"
                     r"duplicate column name\s*:")
 _MIGRATION_STATE = _rx(r"Target database is not up to date|Can't locate revision identified by|"
                        r"Multiple head revisions are present|You have \d+ unapplied migration|"
                        r"InconsistentMigrationHistory|Conflicting migrations detected|"
                        r"Requested revision \S+ overlaps")
+# The migration framework creating its own history table: the first write, before any migration ran.
+_MIGRATION_BOOTSTRAP = _rx(r"\bensure_schema\b|create_model\(self\.Migration\)|"
+                           r"CREATE TABLE [\"'`]?(?:django_migrations|alembic_version)\b")
 _MIGRATION_CUE = _rx(r"\balembic\b|Running upgrade|\bmanage\.py\s+migrate\b|django\.db\.migrations|"
                      r"\bflask\s+db\s+upgrade\b|\bmigrat(?:e|es|ed|ing|ion|ions)\b|\balembic_version\b|"
                      r"\bdjango_migrations\b|\bschema_migrations\b")
@@ -243,6 +189,9 @@ _CONCURRENCY_CUE = _rx(r"another (?:process|connection|writer|instance|thread)|\
 
 _MNF = re.compile(r"No module named\s+['\"]?[\w.]+")
 _SYSTEM_PY_NO_MODULE = re.compile(r"^[ \t]*/usr(?:/local)?/bin/python[\d.]*: No module named", re.MULTILINE)
+# sudo resets the environment: an activated venv or the user's ~/.local site-packages is gone.
+_SUDO = re.compile(r"(?:^|[\s$#>])sudo[ \t]+\S", re.MULTILINE)
+_USER_ENV = _rx(r"(?<![\w-])\.?venv\b|\bvirtualenv\b|\bVIRTUAL_ENV\b|\bconda\b|\bactivate\b|/\.local/")
 _SYSTEM_PY = re.compile(r"(?<![\w.-])/usr(?:/local)?/bin/python[\d.]*\b|/usr/lib/python3[\d.]*/dist-packages")
 _VENV_MENTION = _rx(r"(?<![\w-])\.?venv\b|\bvirtualenv\b|\bVIRTUAL_ENV\b|\bconda\b|\bpyenv\b|\bpoetry\b|"
                     r"\bpipenv\b|\bactivate\b|\bpipx\b|\buv run\b")
@@ -253,6 +202,7 @@ _PYTHONPATH_CUE = re.compile(r"PYTHONPATH|\bsys\.path\b|pip install (?:-e|--edit
                              r"setup\.py develop|^[ \t]*pythonpath[ \t]*=", re.MULTILINE)
 
 _CIRCULAR = _rx(r"partially initiali[sz]ed module|most likely due to a circular import")
+_IMPORT_FAILURE = _rx(r"cannot import name ['\"]?\w+|partially initiali[sz]ed module")
 _CANNOT_IMPORT = _rx(r"cannot import name ['\"]?\w+")
 _CANNOT_IMPORT_SITE = _rx(r"cannot import name ['\"]\w+['\"] from ['\"][\w.]+['\"] \([^)\n]*(?:site|dist)-packages")
 _RESOLUTION = _rx(r"ResolutionImpossible|conflicting dependencies|SolverProblemError|version solving failed|"
@@ -260,20 +210,40 @@ _RESOLUTION = _rx(r"ResolutionImpossible|conflicting dependencies|SolverProblemE
 _INCOMPATIBLE = _rx(r"but you have [\w.-]+ \S+ which is incompatible|\b(?:Contextual)?VersionConflict\b|"
                     r"\bDistributionNotFound\b|, but you'll have ")
 _REMOVED_ATTR = _rx(r"module ['\"][\w.]+['\"] has no attribute ['\"]\w+['\"]")
-_SITE_PACKAGES = _rx(r"(?:site|dist)-packages")
+# A caller passes a keyword its callee no longer (or not yet) accepts: two library versions disagree.
+_UNEXPECTED_KEYWORD = re.compile(r"\bTypeError: [\w.]+\(\) got an unexpected keyword argument ['\"]\w+['\"]")
+_TEST_RUNNER_CMD = re.compile(r"(?:^|[\s;&|$])(?:py\.test|pytest)\b", re.MULTILINE)
+_PYTEST_REPORT = re.compile(r"^(?:\[[^\]\n]*\][ \t]*)?(?:E[ \t]{2,}\S|>[ \t]{2,}\S)|^FAILED |^ERROR |"
+                            r"\b\d+ (?:failed|passed)\b", re.MULTILINE)
 _NO_MATCHING = _rx(r"Could not find a version that satisfies the requirement|No matching distribution found")
 
 _INDENTATION = re.compile(r"\bIndentationError\b|\bTabError\b")
-_SHELL_SYNTAX = _rx(r"syntax error near unexpected token|syntax error: unexpected end of file|"
+_SHELL_SYNTAX = _rx(r"syntax error near unexpected token|syntax error: unexpected\b|"
                     r"unexpected EOF while looking for matching|Syntax error: .{1,40} unexpected|"
                     r"\bbad substitution\b|unterminated quoted string")
+# A carriage return the shell read as part of a word: ``$'do\r'``, ``$'\r': command not found``.
+_CRLF = re.compile(r"\$'[^'\n]*\\r'|\\r': (?:command )?not found|\^M: bad interpreter")
+# The script ran under sh/dash: dash's own message format (``x.sh: 87: x.sh: Syntax error:``), or a
+# command that hands the script to sh.
+_RUN_BY_SH = re.compile(r"^[ \t]*\S+: \d+: (?:\S+: )?Syntax error:|"
+                        r"(?:^|[\s;&|$])(?:sudo[ \t]+)?(?:/usr)?(?:/bin/)?(?:sh|dash)[ \t]+(?!-c\b)[\w./~-]",
+                        re.MULTILINE)
+# What only bash parses: arrays and function parens (dash: "(" unexpected), process substitution
+# ``< <(``, ``[[``, ``<<<``.
+_BASHISM = re.compile(r"Syntax error: \"\(\" unexpected|Syntax error: redirection unexpected|< <\(|"
+                      r"\[\[: not found|<<<|unexpected token [`']<\(?'")
+# Python before 3.6 (or Python 2) reading an f-string: "invalid syntax" with the caret under it.
+_OLD_PYTHON_FSTRING = re.compile(r"(?<![\w'\"])(?:[fF][rR]?|[rR][fF])[\"'][^\n]*\n[ \t]*\^[ \t]*\n"
+                                 r"[ \t]*SyntaxError: invalid syntax[ \t]*$", re.MULTILINE)
 _SQL_SYNTAX = _rx(r"near \"[^\"\n]*\": syntax error|\bincomplete input\b|syntax error at or near")
 _PY_SYNTAX = re.compile(r"\bSyntaxError\b")
 _PY_FILE_CUE = re.compile(r"File \"[^\"\n]+\", line \d+|\.py\b")
 
 _KEYERROR = re.compile(r"\bKeyError: ")
-_CONFIGPARSER = re.compile(r"\bNoOptionError\b|\bNoSectionError\b|No option ['\"][^'\"\n]+['\"] in section|"
-                           r"No section: ['\"]")
+# configparser: a missing option means the file was read; a missing section most often means it was
+# not (ConfigParser.read skips a file it cannot open without a word).
+_CONFIGPARSER = re.compile(r"\bNoOptionError\b|No option ['\"][^'\"\n]+['\"] in section")
+_NO_SECTION = re.compile(r"\bNoSectionError\b|No section: ['\"]")
 _CONFIG_CUE = _rx(r"config|settings|\.ya?ml\b|\.toml\b|\.ini\b|\.cfg\b|\.env\b|\benviron\b|getenv|"
                   r"\bconf\b|\bcfg\b|dotenv")
 
@@ -294,6 +264,7 @@ _KILLED = re.compile(r"^[ \t]*Killed(?::[ \t]*9)?[ \t]*$|\b\d+ Killed\s|exit (?:
                      re.MULTILINE)
 
 _PORT = _rx(r"Address already in use|\bEADDRINUSE\b|\[Errno (?:98|48|10048)\]|port is already allocated|"
+            r"\bbind\b[^\n]*\berrno[ \t]*[=:][ \t]*98\b|"
             r"Only one usage of each socket address")
 _TIME_WAIT = re.compile(r"TIME_WAIT|SO_REUSEADDR")
 _LISTENER = _rx(r"(?-i:\bLISTEN\b)|\blsof\b|\bss -|\bnetstat\b|already running|already allocated|"
@@ -316,11 +287,20 @@ _PIP_SYSTEM = _rx(r"Could not install packages due to an OSError|Consider using 
                   r"Permission denied: ['\"]/usr/(?:local/)?lib/python3[\d.]*/(?:site|dist)-packages")
 _BIND = _rx(r"\.bind\(|\bbind\b|\blisten\b|\bport\s*\d")
 _SHELL_PERM = re.compile(r"^(?:\S*sh|zsh)(?:: line \d+)?: [^\n:]+: Permission denied\s*$", re.MULTILINE)
+# A line that is only "<script path>: Permission denied": a runner exec'ing a script without +x.
+_SCRIPT_PERM = re.compile(r"^[ \t.]*[^\s:]*(?:/bin/[^\s:/]+|\.(?:sh|bash|py|pl|rb|[rR]))[ \t]*: "
+                          r"Permission denied[ \t]*$", re.MULTILINE)
 _QUOTED_PATH_PERM = _rx(r"Permission denied:? ['\"]|EACCES: permission denied, \w+ ['\"]")
 
 _FNF = _rx(r"FileNotFoundError|No such file or directory|\bENOENT\b|\[Errno 2\]|can't open file|"
            r"cannot access ['\"]|The system cannot find the (?:file|path)")
 _BACKUP = _rx(r"backup|\.bak\b")
+# The program creates the missing path: a write-mode open, mkdir (their parent directory is missing).
+_WRITE_TARGET = re.compile(r"\bopen\([^\n)]*,[ \t]*(?:mode[ \t]*=[ \t]*)?['\"][wax][bt]?\+?['\"]|\bmkdir\(|"
+                           r"cannot create (?:regular file|directory)")
+_CANT_OPEN = re.compile(r"can't open file")
+_DOCKER_DAEMON = _rx(r"Cannot connect to the Docker daemon|Is (?:your|the) docker daemon (?:up and )?running|"
+                     r"/var/run/docker\.sock")
 _RELATIVE_MISSING = re.compile(
     r"No such file or directory: ['\"](?![/~]|[A-Za-z]:)[^'\"\n]+['\"]|can't open file|"
     r"^\S*sh: (?:line \d+: )?\.{1,2}/[^:\n]+: No such file or directory", re.MULTILINE)
@@ -348,6 +328,11 @@ _TIMEOUT_GENERIC = _rx(r"\btimed out\b|\bTimeoutError\b")
 _TEST_RUN = re.compile(r"^FAILED \S+|\b\d+ failed\b|^FAIL: test\w*|^FAILED \(failures=\d+|^ERROR: test\w*",
                        re.MULTILINE)
 _FIXTURE = re.compile(r"fixture ['\"][\w-]+['\"] not found|ERROR at (?:setup|teardown) of")
+# pytest's report of a test that raised: the ``>`` source line and an ``E   XError`` line (a CI
+# timestamp prefix like ``[    7s] `` allowed).
+_PYTEST_E_EXCEPTION = re.compile(r"^(?:\[[^\]\n]*\][ \t]*)?E[ \t]{2,}(?!AssertionError)[\w.]*(?:Error|Exception)\b",
+                                 re.MULTILINE)
+_PYTEST_SOURCE_MARK = re.compile(r"^(?:\[[^\]\n]*\][ \t]*)?>[ \t]{2,}\S", re.MULTILINE)
 _ASSERT = re.compile(r"AssertionError|^E\s+assert\b", re.MULTILINE)
 _TEST_EXCEPTION = re.compile(r"^FAILED \S+ - (?!AssertionError)[\w.]*(?:Error|Exception)\b|"
                              r"^E\s+(?!AssertionError)[\w.]*(?:Error|Exception):", re.MULTILINE)
@@ -369,13 +354,21 @@ RULES: tuple[Rule, ...] = (
        _SQLITE_DRIFT, _MIGRATION_CUE),
     _r("sqlite.locked_concurrent_writer", "sqlite_locked", "concurrent_writer", 0.9,
        _SQLITE_LOCKED, _CONCURRENCY_CUE),
+    _r("sqlite.locked_in_several_operations", "sqlite_locked", "concurrent_writer", 0.75,
+       _SQLITE_LOCKED, _lock_in_several_operations),
+    # A lock while the migration framework creates its history table: no migration has run yet, so
+    # none is half done; who holds the lock (a writer, a network share's broken locks) is not shown.
+    _r("sqlite.locked_migration_bootstrap", "sqlite_locked", "unknown", 0.5,
+       _SQLITE_LOCKED, _MIGRATION_BOOTSTRAP),
     # A lock while a migration runs, no other writer in sight: the migration's own half-done work.
     _r("sqlite.locked_during_migration", "sqlite_locked", "stale_migration", 0.7,
        _SQLITE_LOCKED, _MIGRATION_CUE),
     # "no such column" alone: the schema is behind the code - usually a migration not applied.
     _r("sqlite.schema_drift", "sqlite_locked", "stale_migration", 0.55, _SQLITE_DRIFT),
     _r("sqlite.locked", "sqlite_locked", "unknown", 0.45, _SQLITE_LOCKED),
-    # 2. A circular import also says "cannot import name"; it is not a version problem.
+    # 2. A circular import also says "cannot import name"; it is not a version problem. A file that
+    # imports its own name shadows the package it meant (Python calls that a circular import too).
+    _r("import.shadowed_module", "import_error", "shadowed_module", 0.85, _IMPORT_FAILURE, _file_imports_itself),
     _r("import.circular", "import_error", "circular_import", 0.9, _CIRCULAR),
     # 3. Dependency conflicts: pip/solver verdicts, then import errors pointing into site-packages.
     _r("dep.resolution_impossible", "dependency_conflict", "resolution_impossible", 0.9, _RESOLUTION),
@@ -384,28 +377,42 @@ RULES: tuple[Rule, ...] = (
        _CANNOT_IMPORT_SITE),
     _r("dep.removed_attribute", "dependency_conflict", "api_version_mismatch", 0.65,
        _REMOVED_ATTR, _SITE_PACKAGES),
+    _r("dep.unexpected_keyword_in_library", "dependency_conflict", "api_version_mismatch", 0.7,
+       _UNEXPECTED_KEYWORD, _last_frame_in_site_packages),
+    # The test runner dies on it before reporting any test: its own dependencies disagree.
+    _r("dep.unexpected_keyword_at_test_startup", "dependency_conflict", "api_version_mismatch", 0.6,
+       _UNEXPECTED_KEYWORD, _TEST_RUNNER_CMD, _absent(_PYTEST_REPORT)),
     # 4. ModuleNotFoundError. Interpreter evidence (which python ran) outranks path heuristics: a
     # first-party module also goes missing when the wrong interpreter runs.
     _r("module.system_python_no_module", "module_not_found", "wrong_virtualenv", 0.9, _SYSTEM_PY_NO_MODULE),
     _r("module.installed_elsewhere", "module_not_found", "wrong_virtualenv", 0.9, _MNF, _installed_elsewhere),
     _r("module.system_python_with_venv", "module_not_found", "wrong_virtualenv", 0.85,
        _MNF, _SYSTEM_PY, _VENV_MENTION),
+    _r("module.sudo_drops_env", "module_not_found", "wrong_virtualenv", 0.8, _MNF, _SUDO, _USER_ENV),
     _r("module.externally_managed", "module_not_found", "wrong_virtualenv", 0.8, _MNF, _EXTERNALLY_MANAGED),
     _r("module.relative_import", "module_not_found", "wrong_pythonpath", 0.9, _RELATIVE_IMPORT),
     _r("module.src_prefix", "module_not_found", "wrong_pythonpath", 0.9, _SRC_MODULE),
     _r("module.pythonpath_cue", "module_not_found", "wrong_pythonpath", 0.85, _MNF, _PYTHONPATH_CUE),
     _r("module.first_party", "module_not_found", "wrong_pythonpath", 0.75, _MNF, _first_party),
+    _r("module.first_party_path", "module_not_found", "wrong_pythonpath", 0.7, _MNF, _first_party_path),
     _r("module.generic", "module_not_found", "unknown", 0.4, _MNF),
     # 5.
     _r("import.cannot_import_name", "import_error", "unknown", 0.45, _CANNOT_IMPORT),
     # 6. Syntax. Indentation first (IndentationError is a SyntaxError subclass).
     _r("syntax.indentation", "syntax_error", "python_indentation", 0.9, _INDENTATION),
+    # A shell syntax error is the script's own only when the script's text and its shell are right.
+    _r("syntax.crlf", "syntax_error", "crlf_line_endings", 0.9, _SHELL_SYNTAX, _CRLF),
+    _r("syntax.bash_under_sh", "syntax_error", "wrong_shell", 0.8, _SHELL_SYNTAX, _RUN_BY_SH, _BASHISM),
+    _r("syntax.shell_under_sh", "syntax_error", "unknown", 0.5, _SHELL_SYNTAX, _RUN_BY_SH),
     _r("syntax.shell", "syntax_error", "shell_syntax", 0.85, _SHELL_SYNTAX),
     _r("syntax.sql", "syntax_error", "sql_syntax", 0.85, _SQL_SYNTAX),
+    _r("syntax.python_fstring_old_interpreter", "syntax_error", "wrong_interpreter", 0.8,
+       _PY_SYNTAX, _OLD_PYTHON_FSTRING),
     _r("syntax.python", "syntax_error", "python_syntax", 0.85, _PY_SYNTAX, _PY_FILE_CUE),
     _r("syntax.generic", "syntax_error", "unknown", 0.5, _PY_SYNTAX),
     # 7. KeyError. A path-ish key is a missing backup/data location, whatever file it came from.
     _r("config.configparser", "config_key_error", "missing_config_key", 0.9, _CONFIGPARSER),
+    _r("config.no_section", "config_key_error", "config_file_missing", 0.7, _NO_SECTION),
     _r("config.pathish_key", "config_key_error", "missing_backup_path", 0.85, _KEYERROR, _pathish_key),
     _r("config.key_in_config", "config_key_error", "missing_config_key", 0.85, _KEYERROR, _CONFIG_CUE),
     _r("config.keyerror", "config_key_error", "unknown", 0.4, _KEYERROR),
@@ -424,6 +431,8 @@ RULES: tuple[Rule, ...] = (
     # 11. Command not found - before "No such file" (a missing shebang interpreter says both).
     _r("cmd.subprocess_missing_program", "command_not_found", "not_installed", 0.7,
        _SUBPROCESS_MISSING_PROGRAM, _SUBPROCESS),
+    _r("cmd.installed_not_on_path", "command_not_found", "not_on_path", 0.85, _CNF, _command_installed),
+    _r("cmd.system_tool", "command_not_found", "not_installed", 0.7, _CNF, _system_tool_missing),
     _r("cmd.venv_tool", "command_not_found", "wrong_virtualenv", 0.8, _CNF, _VENV_MENTION),
     _r("cmd.installable", "command_not_found", "not_installed", 0.8, _CNF, _INSTALL_HINT),
     _r("cmd.generic", "command_not_found", "unknown", 0.5, _CNF),
@@ -434,11 +443,17 @@ RULES: tuple[Rule, ...] = (
     _r("perm.pip_system", "permission_denied", "system_site_packages", 0.85, _PERM, _PIP_SYSTEM),
     _r("perm.privileged_port", "permission_denied", "privileged_port", 0.8, _PERM, _BIND),
     _r("perm.shell_not_executable", "permission_denied", "not_executable", 0.85, _SHELL_PERM),
+    _r("perm.script_not_executable", "permission_denied", "not_executable", 0.7, _SCRIPT_PERM),
     _r("perm.subprocess_not_executable", "permission_denied", "not_executable", 0.75, _PERM, _SUBPROCESS),
     _r("perm.file", "permission_denied", "file_permission", 0.65, _QUOTED_PATH_PERM),
     _r("perm.generic", "permission_denied", "unknown", 0.45, _PERM),
+    # The Docker daemon's socket: outside the taxonomy (and not the user's missing file).
+    _r("unknown.docker_daemon", "unknown", "unknown", 0.2, _DOCKER_DAEMON),
     # 13. Missing file or directory.
     _r("missing.backup_path", "missing_file", "missing_backup_path", 0.9, _FNF, _same_line(_FNF, _BACKUP)),
+    _r("missing.create_parent", "missing_file", "missing_path", 0.75, _FNF, _WRITE_TARGET),
+    _r("missing.script_dir", "missing_file", "missing_path", 0.6, _FNF, _RELATIVE_MISSING,
+       _script_run_from_its_dir, _absent(_CANT_OPEN)),
     _r("missing.wrong_cwd", "missing_file", "wrong_working_directory", 0.7, _FNF, _RELATIVE_MISSING),
     _r("missing.path", "missing_file", "missing_path", 0.5, _FNF),
     # 14-15. Network; pip's "no matching distribution" only counts when no network error shows.
@@ -456,6 +471,7 @@ RULES: tuple[Rule, ...] = (
     _r("test.assertion", "test_failure", "assertion_failed", 0.9, _TEST_RUN, _ASSERT),
     _r("test.exception", "test_failure", "exception_in_test", 0.75, _TEST_RUN, _TEST_EXCEPTION),
     _r("test.assertion_bare", "test_failure", "assertion_failed", 0.7, _ASSERT),
+    _r("test.exception_report", "test_failure", "exception_in_test", 0.65, _PYTEST_E_EXCEPTION, _PYTEST_SOURCE_MARK),
     _r("test.generic", "test_failure", "unknown", 0.5, _TEST_RUN),
     # 18.
     _r("unknown.error_text", "unknown", "unknown", 0.15, _ERROR_TEXT),
