@@ -195,3 +195,35 @@ def test_the_agents_own_attempt_containing_the_reference_as_a_prefix_is_not_a_le
     assert env.audit(f"[0] {own}", "own attempt", position=5, own_texts=[own]) == 0
     with pytest.raises(PromptLeakError, match="reference sql"):
         env.audit(f"[0] {own}", "no own texts given", position=5)
+
+
+@pytest.mark.parametrize("name", [n for n in METHODS if METHODS[n].gate])
+def test_gated_rows_refuse_foreign_schemas_inject_same_database_memory_and_learn_from_each_step(replayed, name):
+    """The gate in the live loop: with RSCB-MC a memory that reads tables the example's database lacks
+    never reaches the prompt (LinUCB, the baseline without a safety override, may inject it); a
+    verified memory of the same database does; every step's reward is the one the audit log holds,
+    and the saved policy has learned from every step."""
+    _, out, _ = replayed
+    safe = METHODS[name].gate == "rscb_mc"
+    from repairmem.gate import AuditLog
+    store = open_store(out / "stores" / f"{name}-seed0.db")
+    refused_foreign = injected_same = 0
+    steps = 0
+    with AuditLog(out / "audit" / f"{name}-seed0.db", create=False) as audit:
+        for r in read_records(out, name):
+            for step in r["steps"]:
+                gate = step["gate"]
+                steps += 1
+                decision = audit.get(gate["recall"])
+                assert decision["reward"] == pytest.approx(gate["reward"]) and decision["session"] == r["example_id"]
+                candidates = store.get(step["retrieved"]["positive"])
+                foreign = [m.id for m in candidates if m.namespace != r["db_id"]]
+                assert not (safe and set(gate["injected"]) & set(foreign)), (r["example_id"], gate)
+                if foreign and "schema_compatibility" in decision["override_checks"]:
+                    refused_foreign += 1
+                for m in store.get(gate["injected"]):
+                    injected_same += m.namespace == r["db_id"] and m.polarity.value == "+"
+    store.close()
+    assert injected_same and (refused_foreign or not safe), (refused_foreign, injected_same)
+    saved = sorted((out / "gates" / f"{name}-seed0").glob("*.json"), key=lambda p: int(p.stem))
+    assert json.loads(saved[-1].read_text())["state"]["t"] == steps

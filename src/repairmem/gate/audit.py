@@ -75,7 +75,7 @@ def decision_reason(decision: Decision, payload: Payload) -> str:
     if decision.override:
         checks = []
         for name in decision.override_reasons():
-            value = {"family_confidence": x[5], "structural_match": max(x[7], x[8], x[9], x[17]),
+            value = {"family_confidence": x[5], "structural_match": max(x[6], x[7], x[8], x[9], x[17]),
                      "historical_false_positive_rate": x[12], "session_rejection_count": x[10],
                      "schema_compatibility": 1.0 - x[16]}[name]
             checks.append(f"{name}={value:.3g}")

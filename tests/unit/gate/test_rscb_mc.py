@@ -50,7 +50,8 @@ def test_hard_negative_with_the_highest_lexical_score_is_not_injected_after_lear
 def test_each_override_check(feature, value, check):
     policy = RSCBMC()
     x = x_of(SAFE, **({feature: value} if feature != "command_signature_match" else
-                      {"command_signature_match": 0.0, "path_signature_match": 0.1, "stack_signature_match": 0.19}))
+                      {"command_signature_match": 0.0, "path_signature_match": 0.1, "stack_signature_match": 0.19,
+                       "entity_match_ratio": 0.49, "error_line_match": 0.49}))
     assert policy.override_flags(x_of(SAFE)) == 0
     d = policy.decide(x)
     assert d.override_reasons() == [check] and not d.injects
@@ -164,3 +165,13 @@ def test_prior_fades_as_the_action_is_learned():
         d = policy.decide(x)
         policy.update(d, -5.0, false_positive=d.injects)
     assert not policy.decide(x).injects
+
+
+@pytest.mark.parametrize("evidence", [{"error_line_match": 0.5}, {"entity_match_ratio": 0.5},
+                                      {"path_signature_match": 0.2}])
+def test_the_same_failure_elsewhere_passes_the_structural_check_on_its_message_or_named_things(evidence):
+    weak = dict(command_signature_match=0.0, path_signature_match=0.0, stack_signature_match=0.0,
+                entity_match_ratio=0.0, error_line_match=0.0)
+    policy = RSCBMC()
+    assert policy.override_flags(x_of(SAFE, **weak)) == 2
+    assert policy.override_flags(x_of(SAFE, **{**weak, **evidence})) == 0

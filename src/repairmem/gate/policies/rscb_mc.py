@@ -42,9 +42,10 @@ class RSCBMC(_Linear):
 
     - family_confidence < ``min_family_confidence`` (the classifier does not put the top-1 memory
       in the query's family and root cause with enough confidence);
-    - max(command, path, stack signature match) < ``min_structural_match`` and error-line match <
-      ``min_error_line_match`` (the same failure in another project shares its message, not its
-      command or paths);
+    - max(command, path, stack signature match) < ``min_structural_match``, error-line match <
+      ``min_error_line_match`` and entity match < ``min_entity_match`` (the same failure in another
+      project shares its message or the things it names - a module, a port - not its command or
+      paths);
     - historical_false_positive_rate > ``max_fp_rate``;
     - session_rejection_count >= ``max_session_rejections``;
     - missing_identifier_share > ``max_missing_identifiers`` (a SQL memory that reads tables or
@@ -87,6 +88,7 @@ class RSCBMC(_Linear):
     min_family_confidence: float = 0.5
     min_structural_match: float = 0.2
     min_error_line_match: float = 0.5
+    min_entity_match: float = 0.5
     max_fp_rate: float = 0.3
     max_session_rejections: int = 3
     max_missing_identifiers: float = 0.0
@@ -107,6 +109,7 @@ class RSCBMC(_Linear):
         _number(self.name, "min_family_confidence", self.min_family_confidence, low=0.0, high=1.0)
         _number(self.name, "min_structural_match", self.min_structural_match, low=0.0, high=1.0)
         _number(self.name, "min_error_line_match", self.min_error_line_match, low=0.0, high=1.0)
+        _number(self.name, "min_entity_match", self.min_entity_match, low=0.0, high=1.0)
         _number(self.name, "max_fp_rate", self.max_fp_rate, low=0.0, high=1.0)
         _number(self.name, "max_missing_identifiers", self.max_missing_identifiers, low=0.0, high=1.0)
         _number(self.name, "prior_weight", self.prior_weight, low=0.0)
@@ -127,6 +130,7 @@ class RSCBMC(_Linear):
                                                 "path_signature_match", "stack_signature_match",
                                                 "error_line_match") if INDEX[k] not in m)
         self._err = INDEX["error_line_match"] if INDEX["error_line_match"] not in m else None
+        self._ent = INDEX["entity_match_ratio"] if INDEX["entity_match_ratio"] not in m else None
         self._struct = tuple(INDEX[k] for k in ("command_signature_match", "path_signature_match",
                                                  "stack_signature_match") if INDEX[k] not in m)
         self._check_fp = INDEX["historical_false_positive_rate"] not in m
@@ -148,7 +152,8 @@ class RSCBMC(_Linear):
         if self._check_family and x[5] < self.min_family_confidence:
             flags |= 1
         if self._struct and max(x[i] for i in self._struct) < self.min_structural_match and (
-                self._err is None or x[self._err] < self.min_error_line_match):
+                self._err is None or x[self._err] < self.min_error_line_match) and (
+                self._ent is None or x[self._ent] < self.min_entity_match):
             flags |= 2
         if self._check_fp and x[12] > self.max_fp_rate:
             flags |= 4
