@@ -28,6 +28,13 @@ top3_summary               up to three positives, the lead first
 high_recall_retrieval      up to three positives and the negatives (MERIT's payload)
 always inject (no policy)  every retrieved positive and negative
 =========================  ==========================================================
+
+``sql_render`` chooses how (the memories chosen are the same): ``merit`` (the table above, MERIT's
+blocks), ``hints`` (every one as a schema-safe hint, ``sql.hints``: the edit that fixed it and a
+one-line lesson, with another database's names masked) and ``by_action`` (the gated rows of
+issue 17): high_precision_retrieval and a confirmed ask_feedback show the lead as a hint,
+top1_resolution the lead's full block when every table and column it reads exists here (a hint
+otherwise), top3_summary up to three hints, high_recall_retrieval every retrieved memory as a hint.
 """
 
 from __future__ import annotations
@@ -52,13 +59,15 @@ from .retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig, RetrievalQuery
 from .retrieval.encoders import resolve_encoder
 from .retrieval.index import MemoryIndex
 from .retrieval.texts import MemoryEmbedder
-from .sql.prompts import render_memories
+from .sql.hints import schema_safe_hint
+from .sql.prompts import render_memories, render_memory
 from .sql.schema import database_identifiers
 from .store import export_jsonl, import_jsonl, open_store
 from .types import Episode, MemoryVariant, Outcome, Scope, memory_from_episode
 
 # Terminal retrieval: one untyped pool of positives with a +0.1 family bonus (no family is trusted
 # enough to filter on: the family is the gate's evidence, and a filtered pool hides look-alikes).
+SQL_RENDERINGS = ("merit", "hints", "by_action")
 MAX_OPEN_RECALLS = 10_000   # recalls kept for their feedback; older ones can no longer be rewarded
 TERMINAL_RETRIEVAL = RetrievalConfig("terminal", k_positive=5, k_negative=0, type_mode="reliability",
                                      reliable_types=frozenset())
@@ -133,6 +142,7 @@ class Recall:
     positives: tuple[MemoryVariant, ...] = ()   # the injected memories by polarity, in prompt order
     negatives: tuple[MemoryVariant, ...] = ()
     retrieval: Any = None                       # the ``Retrieval`` (pools, explanations)
+    blocks: tuple[str, ...] = ()                # SQL hint renderings: one delimited block per memory
 
     @property
     def injected(self) -> bool:
@@ -199,13 +209,17 @@ class Memory:
     def __init__(self, store, index: MemoryIndex, *, policy: Policy | Gate | None = None,
                  retrieval: RetrievalConfig | str | None = None, namespace: str | None = None,
                  audit: AuditLog | None = None, policy_path: str | Path | None = None, ledger=None,
-                 reward_config: RewardConfig = RewardConfig(), token_budget: int = 4000) -> None:
+                 reward_config: RewardConfig = RewardConfig(), token_budget: int = 4000,
+                 sql_render: str = "merit") -> None:
         self.store, self.index = store, index
         self.retrieval = retrieval_config(retrieval) if isinstance(retrieval, str) else retrieval
         self.namespace = namespace
         self.policy_path = Path(policy_path) if policy_path is not None else None
         self.reward_config = reward_config
         self.token_budget = check_int(token_budget, "token_budget", low=0, where="Memory")
+        if sql_render not in SQL_RENDERINGS:
+            raise InvalidInputError(f"Memory: sql_render must be one of {', '.join(SQL_RENDERINGS)}, got {sql_render!r}")
+        self.sql_render = sql_render
         if isinstance(policy, Gate):     # a gate restored by the caller (a resumed run)
             self.gate, audit = policy, policy.audit
         else:
@@ -344,17 +358,38 @@ class Memory:
             action = result.decision.action.value
             why = self.audit.get(result.decision_id)["reason"] if result.decision_id else result.payload.note
             recall_id = result.decision_id or recall_id
-        if kind == "sql":
+        blocks: tuple[str, ...] = ()
+        if kind == "sql" and self.sql_render != "merit" and (positives or negatives):
+            database = database_identifiers(failure.db_path) if failure.db_path is not None else None
+            positives, negatives, blocks = self._sql_blocks(action, positives, negatives, database, ns)
+            text = "\n".join(blocks)
+        elif kind == "sql":
             text = render_memories((*positives, *negatives)) if positives or negatives else ""
         else:
             text = ((result.payload.text if result is not None else
                      render(Action.HIGH_RECALL, list(positives)).text) if positives else "")
         recall = Recall(recall_id, action, text, tuple(m.id for m in (*positives, *negatives)),
-                        (*found.positives, *found.negatives), why, diagnosis, positives, negatives, found)
+                        (*found.positives, *found.negatives), why, diagnosis, positives, negatives, found, blocks)
         self._open[recall_id] = _Open(recall, result)
         if len(self._open) > MAX_OPEN_RECALLS:    # feedback that never came (live use); oldest first
             del self._open[next(iter(self._open))]
         return recall
+
+    def _sql_blocks(self, action: str, positives, negatives, database, namespace: str):
+        """(positives, negatives, blocks) as ``sql_render`` shows them (module doc, second table)."""
+        def hint(m, i):
+            return schema_safe_hint(m, database, index=i, namespace=namespace).text
+
+        if self.sql_render == "hints" or action == Action.HIGH_RECALL.value:
+            chosen = (*positives, *negatives)
+            return positives, negatives, tuple(hint(m, i + 1) for i, m in enumerate(chosen))
+        lead = positives[:1]
+        if action == Action.TOP3_SUMMARY.value:
+            return positives[:3], (), tuple(hint(m, i + 1) for i, m in enumerate(positives[:3]))
+        if action == Action.TOP1_RESOLUTION.value and lead and database is not None \
+                and sql_identifiers(lead[0].after) <= database:
+            return lead, (), (render_memory(1, lead[0]),)
+        return lead, (), tuple(hint(m, 1) for m in lead)      # high_precision, a confirmed ask, top-1 elsewhere
 
     def feedback(self, recall_id: str, *, accepted: bool = False, verified: bool = False,
                  false_positive: bool = False, rejected: bool = False, correct_abstain: bool = False,

@@ -153,3 +153,33 @@ def test_schema_sample_values_equal_to_the_reference_column_are_not_a_leak(tmp_p
         env.audit(prompt + "\nExpected: 1, 2, 3", "q", position=0, database_texts=[samples])
     with pytest.raises(PromptLeakError, match="reference column"):
         env.audit(prompt, "q", position=0)
+
+
+GUARD = {
+    # both questions fail with the same wrong direction; whichever comes second meets it as a negative memory
+    "How many students are older than 20?": ("school", "SELECT count(*) FROM student WHERE age > 20",
+                                             ["SELECT count(*) FROM students WHERE age > 20",
+                                              "SELECT count(*) FROM student"]),
+    "How many students are younger than 30?": ("school", "SELECT count(*) FROM student WHERE age < 30",
+                                               ["SELECT count(*) FROM students WHERE age < 30",
+                                                "SELECT count(*) FROM student"]),
+}
+
+
+def test_a_repair_that_repeats_a_failed_direction_of_this_database_is_not_run(tmp_path, executions):
+    data = build_mini_spider(tmp_path / "spider", with_absent_db=False, script=GUARD)
+    config = RunConfig("spider", str(data), ("merit_grounded_hints",), (0,), model="replay:x",
+                       encoder="hashing", options=LoopOptions(budget=1))
+    cassette = tmp_path / "cassette.jsonl"
+    run(config, tmp_path / "rec", model=RecordingModel(ScriptedAnswerer(GUARD), cassette), show_progress=False,
+        log=lambda s: None)
+    executions.clear()
+    out = run(config, tmp_path / "out", model=ReplayModel(cassette), show_progress=False, log=lambda s: None)
+    first, second = [json.loads(line) for line in
+                     (out / "records" / "merit_grounded_hints-seed0.jsonl").read_text().splitlines()]
+    assert first["steps"][0]["failed_direction"] is None and first["attempts"][1]["executed"]
+    assert second["steps"][0]["failed_direction"] is not None          # the first episode's negative memory
+    caught = second["attempts"][1]
+    assert not caught["executed"] and "failed before on this database" in caught["error"]
+    assert "Lesson" not in caught["error"] and caught["error"].endswith(".")   # the lesson it broke, in words
+    assert executions.count("SELECT count(*) FROM student") == 1              # run once, by the first episode

@@ -109,3 +109,33 @@ def test_bad_failures_are_clear_errors():
         SqlFailure("q", "SELECT 1", "BROKEN")
     with pytest.raises(InvalidInputError, match="command or a log"):
         TerminalFailure("", "  ")
+
+
+def test_hints_rendering_masks_another_databases_names_and_keeps_the_direction(tmp_path):
+    concert = _db(tmp_path / "concert.sqlite", "CREATE TABLE singer (id INT, name TEXT, age INT, country TEXT);")
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None, sql_render="hints") as memory:
+        memory.record(_episode(1, "shop", "SELECT nme FROM product", "no such column: nme", "SELECT name FROM product"))
+        recall = memory.recall(SqlFailure("Names?", "SELECT nmae FROM singer", "EXECUTION_ERROR",
+                                          "no such column: nmae", database="concert", db_path=concert), query_id="q2")
+    assert recall.memory_ids == (1,) and len(recall.blocks) == 1 and recall.text == recall.blocks[0]
+    assert "product" not in recall.text and "names from another database are masked" in recall.text
+    assert "Lesson (Schema Linking / no_such_column)" in recall.text and "SELECT: <column> -> name" in recall.text
+    assert "question 1" not in recall.text and "SELECT name FROM" not in recall.text   # the direction, not the text
+
+
+def test_gated_by_action_shows_a_full_block_only_when_the_database_has_its_tables(sql_memory, tmp_path):
+    _, concert, _ = sql_memory
+    with Memory.open(tmp_path / "g.db", encoder="hashing", sql_render="by_action") as memory:
+        memory.record(_episode(1, "concert", "SELECT nam FROM singer", "no such column: nam", "SELECT name FROM singer"))
+        recall = memory.recall(SqlFailure("Names of singers?", "SELECT nmae FROM singer", "EXECUTION_ERROR",
+                                          "no such column: nmae", database="concert", db_path=concert),
+                               query_id="q3", position=3)
+    assert recall.injected and len(recall.blocks) == 1
+    full = "Verified correction: SELECT name FROM singer" in recall.text
+    assert full == (recall.action == "top1_resolution")     # a hint otherwise: lesson and edit
+    assert full or "Lesson (Schema Linking / no_such_column)" in recall.text
+
+
+def test_unknown_sql_rendering_is_refused(tmp_path):
+    with pytest.raises(InvalidInputError, match="sql_render"):
+        Memory.open(tmp_path / "x.db", encoder="hashing", sql_render="pretty")

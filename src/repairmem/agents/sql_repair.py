@@ -35,6 +35,7 @@ from ..sql.prompts import MEMORY_BLOCK, extract_sql
 from ..classify.sql_signatures import identifiers as sql_identifiers
 from ..memory import Memory, Recall, SqlFailure
 from ..retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig
+from ..sql.hints import lesson, repeats_failed_direction
 from ..sql.schema import database_identifiers
 from ..sql.execute import execute_readonly
 from ..types import Attempt, Episode, Outcome, Polarity, memory_from_episode, normalize_sql
@@ -60,6 +61,8 @@ class Method:
     writes: tuple[Polarity, ...] = ()
     grounded: bool = False
     gate: str | None = None      # the gate policy that decides what enters the prompt (None: all of it)
+    render: str = "merit"        # how memory is shown: merit | hints | by_action (``Memory``'s sql_render)
+    negative_guard: bool = False # a repair that repeats a direction that failed on this database is not run
 
     @property
     def uses_memory(self) -> bool:
@@ -93,8 +96,12 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     replace(_memory_method("merit"), name="merit_grounded", grounded=True),
     replace(_memory_method("same_database_only"), name="same_database_only_grounded", grounded=True),
     _gated(_memory_method("merit"), "merit_gated"),
-    _gated(replace(_memory_method("merit"), grounded=True), "merit_grounded_gated"),
-    _gated(replace(_memory_method("merit"), grounded=True), "merit_grounded_linucb", "linucb"),
+    # issue 17: renderings a small model can use, the gate choosing among them per repair call
+    replace(_memory_method("merit"), name="merit_grounded_hints", grounded=True, render="hints", negative_guard=True),
+    replace(_gated(_memory_method("merit"), "merit_grounded_gated"), grounded=True, render="by_action",
+            negative_guard=True),
+    replace(_gated(_memory_method("merit"), "merit_grounded_linucb", "linucb"), grounded=True, render="by_action",
+            negative_guard=True),
 )}
 
 
@@ -247,6 +254,7 @@ class _AttemptState:
     failure_subtype: str | None = None
     raw: str = ""
     repeat_of: int | None = None        # normalised-equal to this earlier attempt
+    failed_direction: int | None = None # the negative memory this attempt repeated (not run)
     same_result_as: int | None = None   # executed, and returned the same rows as this earlier attempt
     executed: bool = True
 
@@ -308,7 +316,9 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
     attempts = [_state(initial.sql, env.check(initial.sql), initial.text)]
     steps: list[dict[str, Any]] = []
     reflections: list[str] = []
-    repair_version = prompt_version(options.dataset, "repair", options.layout, grounded=method.grounded)
+    repair_version = prompt_version(options.dataset, "repair", options.layout, grounded=method.grounded,
+                                    hints=method.render != "merit")
+    failed_here = None    # the negative memories of this database the stream had before this episode
     shown_samples = samples if method.grounded else ""   # rendered in the prompt, masked by the audit
     calls: list[_Call] = []   # the calls of the current step
     repeats = 0
@@ -365,13 +375,16 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
             observations = (f"Your last answer repeated attempt [{current.repeat_of}] exactly, so it was not run "
                             "again. Write a query that differs from every attempt above.\n" + observations)
 
+        blocks = recall.blocks if recall is not None else ()
+
         def render_repair(compaction: int) -> str:
             return repair_prompt(question=example.question, schema=schema, current_sql=current.sql,
                                  status=current.verdict_outcome.value, error=current.error,
-                                 failure_type=current.failure_type, history=history, positives=positives,
-                                 negatives=negatives, reflections=reflections, evidence=example.evidence,
+                                 failure_type=current.failure_type, history=history,
+                                 positives=() if blocks else positives, negatives=() if blocks else negatives,
+                                 reflections=reflections, evidence=example.evidence,
                                  observations=observations, samples=shown_samples, layout=options.layout,
-                                 compaction=compaction)
+                                 compaction=compaction, hints=blocks)
         # a model that has resubmitted once resubmits after a fresh attempt too (greedy calls after a
         # fresh attempt repeated 24 of 25 times in the 20-example probe), so sampling, once on, stays on
         sampling = method.grounded and repeats >= options.repeats_before_sampling
@@ -380,8 +393,19 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
         sql = extract_sql(answer.text)
         norm = normalize_sql(sql) if sql else None
         earlier = next((i for i, a in enumerate(attempts) if a.sql and normalize_sql(a.sql) == norm), None)
+        broken = None
+        if sql is not None and method.negative_guard and earlier is None:
+            if failed_here is None:
+                failed_here = memory.store.candidates(position=position, query_id=query_id, namespace=example.db_id,
+                                                      scope="same", polarity="-")
+            broken = repeats_failed_direction(sql, failed_here, example.db_id)
         if sql is None:
             attempts.append(_AttemptState("", Outcome.EXECUTION_ERROR, "no SQL query found in the answer", raw=answer.text))
+        elif broken is not None:
+            # the negative-memory guard: this direction already failed on this database; do not run it
+            attempts.append(_AttemptState(sql, Outcome.EXECUTION_ERROR, "not run: this query repeats a direction "
+                                          f"that failed before on this database. {lesson(broken.failure_type, broken.failure_subtype)}",
+                                          raw=answer.text, executed=False, failed_direction=broken.id))
         elif method.grounded and earlier is not None:
             # the repeat guard: the same query gives the same result; do not spend an execution on it
             seen = attempts[earlier]
@@ -399,6 +423,8 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
                 "failure_subtype": current.failure_subtype, "retrieved": retrieval_info,
                 "repeat_of": attempts[-1].repeat_of, "executed": attempts[-1].executed,
                 "sampled": sampling, "calls": [c.record() for c in calls]}
+        if method.negative_guard:
+            step["failed_direction"] = attempts[-1].failed_direction
         if method.gate is not None:
             feedback = step_feedback(recall, attempts[-1], example.db_path)
             step["gate"] = {"recall": recall.id, "action": recall.action, "injected": list(recall.memory_ids),

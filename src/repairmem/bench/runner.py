@@ -180,7 +180,8 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
             policy = None
             if method.gate is not None:
                 policy, audit = _stream_gate(method, out, run_id, len(done), order)
-            memory = Memory(store, MemoryIndex(store, encoder), policy=policy, retrieval=method.retrieval)
+            memory = Memory(store, MemoryIndex(store, encoder), policy=policy, retrieval=method.retrieval,
+                            sql_render=method.render)
         samples: dict[str, str] = {}
         for position in range(len(done), len(order)):
             if stop_after is not None and position - len(done) >= stop_after:

@@ -66,7 +66,8 @@ _REPAIR_FOOTER = """Write a corrected SQLite query. Do not repeat a query from t
 Return only the SQL query between <answer> and </answer> tags."""
 
 
-def prompt_version(dataset: str, kind: str, layout: str = "paper", *, grounded: bool = False) -> str:
+def prompt_version(dataset: str, kind: str, layout: str = "paper", *, grounded: bool = False,
+                   hints: bool = False) -> str:
     """``spider-repair-v3``, ``bird-initial-v3``, ``spider-repair-v3-cache``, ``spider-repair-v3-grounded2`` …
 
     ``grounded``: the repair prompt carries observable evidence and schema sample values
@@ -80,7 +81,7 @@ def prompt_version(dataset: str, kind: str, layout: str = "paper", *, grounded: 
         raise InvalidInputError(f"unknown prompt layout {layout!r}; expected one of {LAYOUTS}")
     repair = kind == "repair"
     return (f"{dataset}-{kind}-v3" + ("-cache" if layout == "cache" and repair else "")
-            + ("-grounded2" if grounded and repair else ""))
+            + ("-grounded2" if grounded and repair else "") + ("-hints" if hints and repair else ""))
 
 
 MEMORY_BLOCK = re.compile(r"^<<<MEMORY (\d+)>>>\n.*?\n<<<END MEMORY \1>>>$", re.DOTALL | re.MULTILINE)
@@ -168,8 +169,11 @@ def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, 
                   history: Sequence[AttemptView], positives: Sequence[MemoryVariant] = (),
                   negatives: Sequence[MemoryVariant] = (), reflections: Sequence[str] = (),
                   evidence: str = "", observations: str = "", samples: str = "", layout: str = "paper",
-                  compaction: int = 0) -> str:
+                  compaction: int = 0, hints: Sequence[str] = ()) -> str:
     """The repair prompt in either layout; every field is always present ("(none)" when empty).
+
+    ``hints``: memory already rendered as delimited blocks (``sql.hints``), shown instead of the
+    positive and negative sections (prompt version ``-hints``).
 
     ``compaction`` (0 to ``COMPACTION_LEVELS``) shortens the history, the reflections and then the
     sample values, for a prompt that did not fit the model's context window.
@@ -189,15 +193,17 @@ def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, 
                     + (f"\n{neutralize(observations)}" if observations else "")),
         "history": ("### Attempt history (every query below was observed to be incorrect)\n"
                     + render_history(history, compaction)),
-        "positive": f"### CONFIRMED SUCCESSFUL REPAIR DIRECTIONS\n{render_memories(positives)}",
-        "negative": f"### OBSERVED FAILED DIRECTIONS\n{render_memories(negatives, start=len(positives) + 1)}",
+        "positive": ("### LESSONS FROM EARLIER REPAIRS (directions, not answers)\n" + "\n".join(hints) if hints else
+                     f"### CONFIRMED SUCCESSFUL REPAIR DIRECTIONS\n{render_memories(positives)}"),
+        "negative": ("" if hints else
+                     f"### OBSERVED FAILED DIRECTIONS\n{render_memories(negatives, start=len(positives) + 1)}"),
         "reflections": "### LOCAL REFLECTIONS FROM THIS EPISODE\n"
                        + ("\n".join(f"- {clip(neutralize(r), compaction)}" for r in reflections)
                           if reflections else "(none)"),
     }
     order = (("question", "schema", "current", "history", "positive", "negative", "reflections") if layout == "paper"
              else ("schema", "question", "history", "positive", "negative", "reflections", "current"))
-    return "\n\n".join([_REPAIR_HEADER, *(sections[name] for name in order), _REPAIR_FOOTER])
+    return "\n\n".join([_REPAIR_HEADER, *(sections[name] for name in order if sections[name]), _REPAIR_FOOTER])
 
 
 # -- answer extraction -------------------------------------------------------------------------
