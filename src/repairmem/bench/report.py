@@ -1,11 +1,13 @@
 """The report of a repair run: Markdown and one self-contained HTML page, plots, and every number.
 
-``write_report(RUN_DIR)`` reads only the run folder (``run.json``, ``skipped.json``,
-``records/*.jsonl``) and writes into ``RUN_DIR/report/``:
+``write_report(RUN_DIR)`` reads the run folder (``run.json``, ``skipped.json``,
+``records/*.jsonl``) — and, for the gated rows' foreign-table count only, the catalogues of the
+dataset's databases (:mod:`repairmem.bench.gating`) — and writes into ``RUN_DIR/report/``:
 
 - ``report.md``    tables shaped like MERIT's Tables 1–4 (accuracy; paired comparison against a
                    baseline with a query-cluster bootstrap interval; repair behaviour and cost;
-                   ablations against full MERIT), memory and retrieval use, failure types;
+                   ablations against full MERIT), memory and retrieval use, the gated rows'
+                   decisions, failure types;
 - ``report.html``  the same content as one page: tables in HTML, plots embedded as base64
                    ``data:`` URIs, no external asset;
 - ``metrics.json`` every number the tables and plots show, and more (per stream and per method);
@@ -31,6 +33,7 @@ from typing import Any, Mapping, Sequence, TextIO
 
 from .. import __version__
 from ..check import check_int
+from .gating import gate_blocks, gate_metrics
 from .metrics import ABLATIONS, Run, load_run, method_label, run_metrics
 from .stats import compare_methods
 
@@ -99,6 +102,7 @@ def build_metrics(run: Run, *, baseline: str = "iterative", bootstrap: int = 10_
         ablation_rows[m] = row
     out["ablations"] = {"reference": REFERENCE, "reference_present": reference is not None,
                         "difference": "variant - merit", "rows": ablation_rows}
+    out["gating"] = gate_metrics(run)
     return out
 
 
@@ -300,6 +304,7 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                      f"{_count(a['retrieved_positive'])} / {_count(a['retrieved_negative'])}"])
     doc.append(("table", ["Method", "Memories +", "Memories −", "Retrieval steps", "Steps with ≥ 1", "%",
                           "Retrieved + / −"], rows))
+    doc += gate_blocks(m.get("gating") or {})   # gated rows: what the gate chose and what followed
 
     # failure types
     doc.append(("h2", "Failure types"))
