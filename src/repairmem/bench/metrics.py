@@ -55,7 +55,8 @@ __all__ = [
 METHOD_ORDER = ("zeroshot", "iterative", "iterative_grounded", "reflexion", "dynamic_rag", "dynamic_rag_grounded",
                 "merit", "merit_grounded", "merit_type_reliability", "positive_only", "no_type_filter", "no_dense",
                 "no_bm25", "random_same_type", "cross_database_only", "same_database_only",
-                "same_database_only_grounded")
+                "same_database_only_grounded", "merit_gated", "merit_grounded_hints", "merit_grounded_gated",
+                "merit_grounded_linucb")
 #: rows of the ablation table (MERIT Table 4), compared with full MERIT
 ABLATIONS = ("positive_only", "no_type_filter", "no_dense", "no_bm25", "random_same_type", "cross_database_only",
              "same_database_only", "merit_type_reliability")
@@ -66,6 +67,8 @@ METHOD_LABELS = {
     "no_type_filter": "No type filter", "no_dense": "No dense rerank", "no_bm25": "No BM25",
     "random_same_type": "Random same type", "cross_database_only": "Cross-database only",
     "same_database_only": "Same-database only", "same_database_only_grounded": "Same-database only (grounded)",
+    "merit_gated": "MERIT + RSCB-MC gate", "merit_grounded_hints": "MERIT hints (grounded)",
+    "merit_grounded_gated": "MERIT + RSCB-MC gate (grounded)", "merit_grounded_linucb": "MERIT + LinUCB gate (grounded)",
 }
 UNCLASSIFIED = "(unclassified)"
 _RECORD_FILE = re.compile(r"^(?P<method>.+)-seed(?P<seed>\d+)\.jsonl$")
