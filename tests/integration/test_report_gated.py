@@ -138,7 +138,7 @@ def test_markdown_and_json_show_the_table(run_dir, metrics, tmp_path):
     md = render_markdown(metrics, [])
     assert "## Gate decisions" in md and "not a counterfactual estimate" in md
     x = metrics["gating"]["streams"][GATED]["0"]
-    row = next(line for line in md.splitlines() if line.startswith(f"| `{GATED}` seed 0 | {x['steps']} |"))
+    row = next(line for line in md.splitlines() if f"`{GATED}`) seed 0 | {x['steps']} |" in line)
     assert f"| {x['reward_total']:+.2f} |" in row and "| 1 / 15 (6.7%) | 3 (1 new) |" in row
     assert "| always-inject `merit_grounded` | 9 | 0 | 0 | +0.00 |" in md
     out = io.StringIO()
