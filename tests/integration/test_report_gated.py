@@ -188,3 +188,20 @@ def test_same_outcome_accounting_and_pairing_on_hand_made_records():
     other = [dict(recs[0], final_correct=False), dict(recs[1], final_correct=True), {**recs[0], "example_id": "c"}]
     assert paired_final(recs, other) == {"n_common": 2, "gated_only": 1, "other_only": 1, "delta_ex_pp": 0.0}
     assert gate_blocks({"streams": {}}) == []
+
+
+def test_a_report_regenerates_from_compressed_records_as_committed(run_dir, tmp_path):
+    """Records are committed as .jsonl.gz: the report reads them and prints the same tables."""
+    import gzip
+    packed = tmp_path / "packed"
+    shutil.copytree(run_dir, packed, ignore=shutil.ignore_patterns("report", "stores", "audit", "gates"))
+    for path in [*(packed / "records").glob("*.jsonl"), packed / "initial.jsonl"]:
+        with gzip.open(path.with_name(path.name + ".gz"), "wt", encoding="utf-8") as out:
+            out.write(path.read_text(encoding="utf-8"))
+        path.unlink()
+    plain, zipped = io.StringIO(), io.StringIO()
+    assert main_report(str(run_dir), json_out=True, out_dir=str(tmp_path / "a"), bootstrap=200, stdout=plain) == 0
+    assert main_report(str(packed), json_out=True, out_dir=str(tmp_path / "b"), bootstrap=200, stdout=zipped) == 0
+    a, b = json.loads(plain.getvalue()), json.loads(zipped.getvalue())
+    for key in ("methods", "gating"):
+        assert a[key] == b[key]

@@ -35,6 +35,7 @@ is ``None`` with a single seed. Learning curve: cumulative repairs along the str
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
@@ -71,7 +72,7 @@ METHOD_LABELS = {
     "merit_grounded_gated": "MERIT + RSCB-MC gate (grounded)", "merit_grounded_linucb": "MERIT + LinUCB gate (grounded)",
 }
 UNCLASSIFIED = "(unclassified)"
-_RECORD_FILE = re.compile(r"^(?P<method>.+)-seed(?P<seed>\d+)\.jsonl$")
+_RECORD_FILE = re.compile(r"^(?P<method>.+)-seed(?P<seed>\d+)\.jsonl(?:\.gz)?$")
 _POSITIVE = ("+", "positive")   # Polarity values ("+" / "-"); the spelled-out names are accepted too
 _NEGATIVE = ("-", "negative")
 _REQUIRED = ("example_id", "position", "initial_correct", "final_correct", "attempts", "steps")
@@ -118,11 +119,16 @@ class Run:
         return not self.missing_streams and all(len(r) == self.expected_per_stream for r in self.records.values())
 
 
+def _open_text(path: Path):
+    """A records file as text: ``.jsonl``, or ``.jsonl.gz`` as committed to the repository."""
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
+
+
 def _read_lines(path: Path) -> tuple[list[dict[str, Any]], str | None]:
     """Complete JSON lines of ``path``; a torn final line (a writer still running or killed) is dropped."""
     out: list[dict[str, Any]] = []
     torn = None
-    with path.open(encoding="utf-8") as handle:
+    with _open_text(path) as handle:
         for number, line in enumerate(handle, 1):
             if not line.endswith("\n"):
                 torn = f"{path.name}:{number}: incomplete last line ignored (run in progress or interrupted)"
@@ -161,7 +167,7 @@ def load_run(run_dir: str | Path) -> Run:
     records: dict[tuple[str, int], list[dict[str, Any]]] = {}
     empty: list[tuple[str, int]] = []
     record_dir = root / "records"
-    for path in sorted(record_dir.glob("*.jsonl")) if record_dir.is_dir() else []:
+    for path in sorted([*record_dir.glob("*.jsonl"), *record_dir.glob("*.jsonl.gz")]) if record_dir.is_dir() else []:
         match = _RECORD_FILE.match(path.name)
         if not match:
             notes.append(f"records/{path.name}: not named <method>-seed<s>.jsonl; ignored")
@@ -184,8 +190,8 @@ def load_run(run_dir: str | Path) -> Run:
     if not records:
         raise InvalidInputError(f"{root}: no records yet (records/<method>-seed<s>.jsonl); nothing to report")
     expected = max(len(r) for r in records.values())
-    initial = root / "initial.jsonl"
-    if initial.is_file():
+    initial = next((p for p in (root / "initial.jsonl", root / "initial.jsonl.gz") if p.is_file()), None)
+    if initial is not None:
         lines, _ = _read_lines_loose(initial)
         expected = max(expected, len({line.get("example_id") for line in lines}))
     wanted = [(m, int(s)) for s in config.get("seeds", []) for m in config.get("methods", [])]
@@ -205,7 +211,7 @@ def load_run(run_dir: str | Path) -> Run:
 
 def _read_lines_loose(path: Path) -> tuple[list[dict[str, Any]], bool]:
     out, torn = [], False
-    with path.open(encoding="utf-8") as handle:
+    with _open_text(path) as handle:
         for line in handle:
             if not line.endswith("\n"):
                 torn = True
