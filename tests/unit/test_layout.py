@@ -5,8 +5,8 @@ sql} → base`` (base: ``types``, ``errors``, ``check``, ``files``, ``untrusted`
 Every module under ``src/repairmem`` is parsed with ``ast``; imports at any depth count (a
 function-level import is still a dependency), relative imports are resolved. Edges into the root
 package are not dependencies: ``repairmem/__init__.py`` is the public surface that re-exports.
-Checked: no cycles between modules; package-level edges only as ``ALLOWED`` says (``cli``, ``mcp``
-and ``__main__`` may import anything); no module over ``MAX_LINES`` lines unless it is a data
+Checked: no cycles between modules; package-level edges only as ``ALLOWED`` says (``cli``,
+``mcp``/``mcp_server`` and ``__main__`` may import anything); no module over ``MAX_LINES`` lines unless it is a data
 table (``templates*.py``, ``data*.py``).
 """
 
@@ -32,10 +32,11 @@ ALLOWED = {
     "retrieval": BASE | {"store"},
     "gate": BASE | {"classify", "retrieval", "store"},
     "memory": BASE | MID,
+    "service": BASE | MID | {"memory"},          # JSON in and out of Memory, for the CLI and the MCP server
     "agents": BASE | MID | {"memory"},
     "bench": BASE | MID | {"memory", "agents"},
 }
-ANYTHING = {"cli", "mcp", "__main__"}
+ANYTHING = {"cli", "mcp", "mcp_server", "__main__"}
 
 
 def _modules() -> dict[str, Path]:
