@@ -1,0 +1,494 @@
+"""A shared ``MemoryStore`` on PostgreSQL, with each memory's vectors in a pgvector column.
+
+The same tables and the same rules as the SQLite backend (``store/sqlite.py``): ``patterns`` ->
+``variants`` (unique transition key) -> ``episodes`` (the provenance), plus ``embeddings``. The
+store lives in the connection's current schema (the first of ``search_path``; pass
+``?options=-csearch_path%3Dmyschema`` in the URL to keep several stores in one database).
+
+Writes that append (``finalize``, ``import_variants``) are one transaction each and take a
+transaction-level advisory lock first, so they are serialised across every process and host that
+writes the store, exactly like SQLite's ``BEGIN IMMEDIATE``. That is what keeps two invariants
+under concurrent writers: the transition-key check-then-insert cannot race (the ``UNIQUE``
+constraint is the backstop), and identity values are handed out in commit order, so "id greater
+than the last seen" is exactly what is new — the columnar eligibility mirror and
+``MemoryIndex.sync`` rely on it. Counter updates and vector writes do not append rows that the
+mirror reads, so they do not take the lock (an ``UPDATE ... SET n = n + k`` is atomic on its own).
+
+Eligibility is the SQLite backend's own code (``eligible_ids``/``candidates`` are shared), over a
+mirror refreshed by one statement (one snapshot) per query.
+
+Vectors: one table for every encoder (a store keeps an old and a new encoder's vectors while it is
+re-embedded), so the column is ``vector`` without a fixed dimension, with ``dim`` checked per row;
+an ANN index, when one is wanted, is a per-encoder expression index over ``embedding::vector(d)``.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from contextlib import contextmanager
+from typing import Iterable, Iterator, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+from ..check import check_int
+from ..errors import InvalidInputError, StoreError
+from ..types import COUNTER_NAMES, Counters, Episode, MemoryVariant, Provenance
+from .sqlite import Embedder, SQLiteMemoryStore, _Mirror, _variant_from_row
+
+try:
+    import psycopg
+    from psycopg.adapt import Dumper, Loader
+    from psycopg.pq import Format
+    from psycopg.types import TypeInfo
+except ImportError:  # pragma: no cover - depends on the install
+    psycopg = None
+
+LOCK_KEY = 0x52504D4D  # "RPMM", with the schema's hash as the second key of the advisory lock
+APPLICATION = "repairmem"
+
+# Each migration is a list of statements applied in one transaction; the index + 1 is the version it
+# brings the store to (the same numbering as the SQLite backend). Append only.
+MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+        """CREATE TABLE patterns (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            kind TEXT NOT NULL,
+            failure_type TEXT NOT NULL,
+            root_cause TEXT NOT NULL,
+            UNIQUE (kind, failure_type, root_cause))""",
+        """CREATE TABLE variants (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            pattern_id BIGINT NOT NULL REFERENCES patterns(id),
+            transition_key TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            polarity TEXT NOT NULL CHECK (polarity IN ('+', '-')),
+            namespace TEXT NOT NULL,
+            failure_type TEXT NOT NULL,
+            failure_subtype TEXT NOT NULL,
+            root_cause TEXT NOT NULL,
+            question TEXT NOT NULL,
+            context TEXT NOT NULL,
+            failure_context TEXT NOT NULL,
+            before TEXT NOT NULL,
+            after TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            error TEXT NOT NULL,
+            signatures TEXT NOT NULL,
+            uses BIGINT NOT NULL DEFAULT 0,
+            accepted BIGINT NOT NULL DEFAULT 0,
+            rejected BIGINT NOT NULL DEFAULT 0,
+            verified BIGINT NOT NULL DEFAULT 0,
+            false_positives BIGINT NOT NULL DEFAULT 0)""",
+        """CREATE TABLE episodes (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            episode_id TEXT NOT NULL UNIQUE,
+            variant_id BIGINT REFERENCES variants(id),
+            source_query TEXT NOT NULL,
+            source_pos BIGINT NOT NULL,
+            namespace TEXT NOT NULL,
+            method TEXT NOT NULL,
+            final_outcome TEXT,
+            n_attempts INTEGER NOT NULL)""",
+        """CREATE INDEX episodes_by_variant ON episodes (variant_id)""",
+    ],
+    [   # v2: dense vectors stored with their memory, one row per (variant, encoder)
+        """CREATE EXTENSION IF NOT EXISTS vector""",
+        """CREATE TABLE embeddings (
+            variant_id BIGINT NOT NULL REFERENCES variants(id),
+            encoder TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            embedding vector NOT NULL,
+            PRIMARY KEY (variant_id, encoder),
+            CHECK (vector_dims(embedding) = dim))""",
+    ],
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_VARIANT_COLUMNS = ("v.id, v.kind, v.polarity, v.namespace, v.failure_type, v.failure_subtype, v.root_cause, "
+                    "v.question, v.context, v.failure_context, v.before, v.after, v.outcome, v.error, v.signatures, "
+                    + ", ".join(f"v.{n}" for n in COUNTER_NAMES))
+_INSERT_EPISODE = ("INSERT INTO episodes (episode_id, variant_id, source_query, source_pos, namespace, method, "
+                   "final_outcome, n_attempts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)")
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and ``path``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class _Vector:
+    """A float32 vector on its way to a pgvector column (binary format)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+
+def _register_vector(conn) -> None:
+    info = TypeInfo.fetch(conn, "vector")
+    if info is None:
+        raise StoreError("the pgvector extension is not visible on this connection's search_path")
+
+    class VectorDumper(Dumper):   # pgvector's binary input: int16 dim, int16 unused, dim big-endian float32
+        format = Format.BINARY
+        oid = info.oid
+
+        def dump(self, obj: _Vector) -> bytes:
+            a = np.ascontiguousarray(obj.array, dtype=">f4")
+            return struct.pack(">HH", len(a), 0) + a.tobytes()
+
+    class VectorLoader(Loader):
+        format = Format.BINARY
+
+        def load(self, data) -> np.ndarray:
+            dim = struct.unpack_from(">H", data)[0]
+            return np.frombuffer(bytes(data), dtype=">f4", count=dim, offset=4).astype(np.float32)
+
+    conn.adapters.register_dumper(_Vector, VectorDumper)
+    conn.adapters.register_loader(info.oid, VectorLoader)
+
+
+class PostgresMemoryStore:
+    """``MemoryStore`` on a PostgreSQL database (``postgresql://user@host:port/db``) with pgvector.
+
+    Several processes (and hosts) may read and write one store at once. With an ``embedder``,
+    every new variant is embedded once, inside the transaction that writes it.
+    """
+
+    # One implementation of causal eligibility for both backends: it reads ``self._refresh()``.
+    eligible_ids = SQLiteMemoryStore.eligible_ids
+    candidates = SQLiteMemoryStore.candidates
+
+    def __init__(self, url: str, *, embedder: Embedder | None = None, connect_timeout_s: float = 30.0) -> None:
+        if psycopg is None:
+            raise StoreError(f"{redact(url)}: the PostgreSQL store needs psycopg; pip install 'repairmem[postgres]'")
+        self.url = url
+        self.path = redact(url)
+        self.embedder = embedder
+        self._mirror = _Mirror()
+        try:
+            self._db = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout_s)))
+        except psycopg.Error as exc:
+            raise StoreError(f"{self.path}: cannot connect to the PostgreSQL store ({str(exc).strip()})") from None
+        try:
+            self._migrate()
+            _register_vector(self._db)
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "PostgresMemoryStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator:
+        """One transaction holding the store's write lock; rolls back whole on any error."""
+        try:
+            with self._db.transaction():
+                self._db.execute("SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))", (LOCK_KEY,))
+                yield self._db
+        except psycopg.errors.ForeignKeyViolation as exc:
+            raise InvalidInputError(f"{self.path}: {exc.diag.message_detail or exc}") from None
+        except psycopg.errors.UniqueViolation as exc:   # only if a writer bypassed the lock
+            raise StoreError(f"{self.path}: concurrent write conflict ({exc.diag.message_detail or exc})") from None
+        except psycopg.DataError as exc:
+            raise InvalidInputError(f"{self.path}: value not storable in PostgreSQL ({str(exc).strip()})") from None
+
+    def _migrate(self) -> None:
+        try:
+            with self._write() as db:
+                schema = db.execute("SELECT current_schema()").fetchone()[0]
+                if schema is None:
+                    raise StoreError(f"{self.path}: no schema on the search_path to create the store in")
+                tables = {r[0] for r in db.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")}
+                marker = version = None
+                if "meta" in tables:
+                    rows = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')"))
+                    marker, version = rows.get("application"), int(rows.get("schema_version", 0))
+                if tables and marker != APPLICATION:
+                    raise StoreError(f"{self.path}: schema {schema!r} holds tables that are not a repairmem store "
+                                     f"({', '.join(sorted(tables))}); use another database or schema")
+                version = version or 0
+                if version > SCHEMA_VERSION:
+                    raise StoreError(f"{self.path}: store schema version {version} is newer than this "
+                                     f"repairmem supports ({SCHEMA_VERSION}); upgrade repairmem")
+                for statements in MIGRATIONS[version:]:
+                    for statement in statements:
+                        db.execute(statement)
+                if version < SCHEMA_VERSION:
+                    db.execute("INSERT INTO meta (key, value) VALUES ('application', %s), ('schema_version', %s) "
+                               "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                               (APPLICATION, str(SCHEMA_VERSION)))
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StoreError(f"{self.path}: not allowed to create the store ({str(exc).strip()}); the pgvector "
+                             "extension needs CREATE EXTENSION vector by a privileged role once") from None
+        except psycopg.errors.UndefinedFile as exc:
+            raise StoreError(f"{self.path}: the server lacks the pgvector extension ({str(exc).strip()})") from None
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def finalize(self, episode: Episode, memory: MemoryVariant | None) -> int | None:
+        if not episode.finalized:
+            raise InvalidInputError(f"episode {episode.episode_id} is not finalized; memory is written only at finalization")
+        if memory is not None:
+            if memory.namespace != episode.namespace:
+                raise InvalidInputError(f"episode {episode.episode_id}: memory namespace {memory.namespace!r} "
+                                        f"differs from the episode's {episode.namespace!r}")
+            memory = memory.with_(provenance=(Provenance(episode.query_id, episode.episode_id, episode.position,
+                                                         episode.method, episode.namespace),),
+                                  counters=Counters())
+        final = episode.attempts[-1].outcome.value if episode.attempts else None
+        with self._write() as db:
+            existing = db.execute("SELECT variant_id, source_query, source_pos FROM episodes WHERE episode_id = %s",
+                                  (episode.episode_id,)).fetchone()
+            if existing is not None:
+                return self._check_refinalize(db, episode, memory, existing)
+            variant_id = None
+            if memory is not None:
+                variant_id, is_new = self._upsert_variant(db, memory)
+                if is_new:
+                    self._store_vectors(db, [(variant_id, memory)])
+            db.execute(_INSERT_EPISODE, (episode.episode_id, variant_id, episode.query_id, episode.position,
+                                         episode.namespace, episode.method, final, len(episode.attempts)))
+        return variant_id
+
+    def _check_refinalize(self, db, episode: Episode, memory: MemoryVariant | None, existing) -> int | None:
+        variant_id, query, pos = existing
+        same_key = None
+        if variant_id is not None:
+            same_key = db.execute("SELECT transition_key FROM variants WHERE id = %s", (variant_id,)).fetchone()[0]
+        if (query, pos) != (episode.query_id, episode.position) or same_key != (memory.transition_key if memory else None):
+            raise StoreError(f"{self.path}: episode {episode.episode_id} was already finalized with different "
+                             "content; episode ids must be unique per store")
+        return variant_id
+
+    def _upsert_variant(self, db, memory: MemoryVariant) -> tuple[int, bool]:
+        """(variant id, whether it is new): merge into an existing transition or insert a new one."""
+        key = memory.transition_key
+        row = db.execute("SELECT id FROM variants WHERE transition_key = %s", (key,)).fetchone()
+        if row is not None:
+            if any(getattr(memory.counters, n) for n in COUNTER_NAMES):
+                db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + %s" for n in COUNTER_NAMES)
+                           + " WHERE id = %s", [getattr(memory.counters, n) for n in COUNTER_NAMES] + [row[0]])
+            return row[0], False
+        pattern = memory.pattern
+        db.execute("INSERT INTO patterns (kind, failure_type, root_cause) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                   (pattern.kind, pattern.failure_type, pattern.root_cause))
+        pattern_id = db.execute("SELECT id FROM patterns WHERE kind = %s AND failure_type = %s AND root_cause = %s",
+                                (pattern.kind, pattern.failure_type, pattern.root_cause)).fetchone()[0]
+        row = db.execute(
+            "INSERT INTO variants (pattern_id, transition_key, kind, polarity, namespace, failure_type, "
+            "failure_subtype, root_cause, question, context, failure_context, before, after, outcome, error, "
+            "signatures, " + ", ".join(COUNTER_NAMES) + ") VALUES (" + ", ".join(["%s"] * 21) + ") RETURNING id",
+            (pattern_id, key, memory.kind, memory.polarity.value, memory.namespace, memory.failure_type,
+             memory.failure_subtype, memory.root_cause, memory.question, memory.context, memory.failure_context,
+             memory.before, memory.after, memory.outcome.value, memory.error,
+             json.dumps(dict(memory.signatures), sort_keys=True),
+             *(getattr(memory.counters, n) for n in COUNTER_NAMES))).fetchone()
+        return row[0], True
+
+    def _store_vectors(self, db, new: list[tuple[int, MemoryVariant]]) -> None:
+        if self.embedder is None or not new:
+            return
+        matrix = np.asarray(self.embedder.embed([m for _, m in new]), dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[0] != len(new) or not np.isfinite(matrix).all():
+            raise StoreError(f"embedder {self.embedder.name!r} returned an invalid matrix of shape {matrix.shape}")
+        self._put_vectors(db, self.embedder.name, [vid for vid, _ in new], matrix)
+
+    @staticmethod
+    def _put_vectors(db, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
+        with db.cursor() as cur:
+            cur.executemany("INSERT INTO embeddings (variant_id, encoder, dim, embedding) VALUES (%s, %s, %s, %b) "
+                            "ON CONFLICT (variant_id, encoder) DO UPDATE SET dim = EXCLUDED.dim, "
+                            "embedding = EXCLUDED.embedding",
+                            [(int(vid), encoder, matrix.shape[1], _Vector(row)) for vid, row in zip(ids, matrix)])
+
+    def put_vectors(self, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
+        """Store vectors computed outside the store (e.g. rebuilding for a new encoder), atomically."""
+        matrix = np.asarray(matrix, dtype=np.float32)
+        if matrix.shape[0] != len(ids):
+            raise InvalidInputError(f"{len(ids)} ids but {matrix.shape[0]} vectors")
+        if len(ids) and (matrix.ndim != 2 or not np.isfinite(matrix).all()):
+            raise InvalidInputError(f"vectors must be a finite 2-d matrix, got shape {matrix.shape}")
+        with self._write() as db:
+            self._put_vectors(db, encoder, ids, matrix)
+
+    def vectors(self, encoder: str, ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
+        """(ids that have a vector for ``encoder``, their vectors as a float32 matrix), in id order."""
+        rows = self._db.execute("SELECT variant_id, dim, embedding FROM embeddings WHERE encoder = %s "
+                                "AND variant_id = ANY(%s::bigint[]) ORDER BY variant_id",
+                                (encoder, [int(i) for i in ids]), binary=True).fetchall()
+        if len({d for _, d, _ in rows}) > 1:
+            raise StoreError(f"{self.path}: vectors of encoder {encoder!r} have mixed dimensions")
+        matrix = np.stack([v for _, _, v in rows]) if rows else np.zeros((0, 0), dtype=np.float32)
+        return [vid for vid, _, _ in rows], matrix
+
+    def variant_ids(self, after: int = 0) -> list[int]:
+        """Ids of all variants newer than ``after`` (ids only grow, in commit order), in order."""
+        return [r[0] for r in self._db.execute("SELECT id FROM variants WHERE id > %s ORDER BY id", (after,))]
+
+    def import_variants(self, variants: Iterable[MemoryVariant]) -> list[int]:
+        """Store imported variants (with their provenance and counters) all at once or not at all.
+
+        A provenance whose episode id is already stored for the same variant is skipped, so
+        importing the same export twice changes nothing; for a different variant it is a conflict.
+        """
+        ids: list[int] = []
+        fresh: list[tuple[int, MemoryVariant]] = []
+        with self._write() as db:
+            for memory in variants:
+                if not memory.provenance:
+                    raise InvalidInputError("an imported memory needs at least one provenance entry")
+                known = db.execute("SELECT id FROM variants WHERE transition_key = %s",
+                                   (memory.transition_key,)).fetchone()
+                new_prov = []
+                for prov in memory.provenance:
+                    row = db.execute("SELECT variant_id FROM episodes WHERE episode_id = %s",
+                                     (prov.episode_id,)).fetchone()
+                    if row is None:
+                        new_prov.append(prov)
+                    elif known is None or row[0] != known[0]:
+                        raise StoreError(f"{self.path}: episode {prov.episode_id} already contributed another memory")
+                if known is not None and not new_prov:
+                    ids.append(known[0])
+                    continue
+                variant_id, is_new = self._upsert_variant(db, memory)
+                if is_new:
+                    fresh.append((variant_id, memory))
+                for prov in new_prov:
+                    db.execute(_INSERT_EPISODE, (prov.episode_id, variant_id, prov.source_query, prov.source_pos,
+                                                 memory.namespace, prov.method, None, 0))
+                ids.append(variant_id)
+            self._store_vectors(db, fresh)   # one batch, inside the same transaction
+        return ids
+
+    def record_feedback(self, variant_id: int, **increments: int) -> None:
+        unknown = set(increments) - set(COUNTER_NAMES)
+        if unknown:
+            raise InvalidInputError(f"unknown counter(s) {sorted(unknown)}; expected {', '.join(COUNTER_NAMES)}")
+        for name, value in increments.items():
+            check_int(value, f"counter increment {name}", low=0)
+        if not increments:
+            return
+        cur = self._db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + %s" for n in increments)
+                               + " WHERE id = %s", (*increments.values(), int(variant_id)))
+        if cur.rowcount != 1:
+            raise InvalidInputError(f"{self.path}: no memory with id {variant_id}")
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _refresh(self) -> _Mirror:
+        """Bring the mirror up to date with rows committed since the last look (one statement: one snapshot)."""
+        m = self._mirror
+        rows = self._db.execute(
+            "SELECT 'v', id, polarity, namespace, kind, failure_type, NULL::bigint, NULL::bigint "
+            "FROM variants WHERE id > %s "
+            "UNION ALL SELECT 'e', id, NULL, source_query, NULL, NULL, variant_id, source_pos "
+            "FROM episodes WHERE id > %s ORDER BY 1 DESC, 2",   # variants first, then episodes, by id
+            (m.last_variant, m.last_episode)).fetchall()
+        for tag, rid, polarity, text, kind, failure_type, vid, pos in rows:
+            if tag == "v":
+                m.row_of[rid] = len(m.ids)
+                m.ids.append(rid)
+                m.polarity.append(1 if polarity == "+" else 0)
+                m.namespace.append(m.code(text))
+                m.kind.append(m.code(kind))
+                m.failure_type.append(m.code(failure_type))
+                m.first_pos.append(np.iinfo(np.int64).max)
+                m.last_variant = rid
+            else:
+                m.last_episode = rid
+                if vid is None:
+                    continue
+                row = m.row_of[vid]
+                m.first_pos[row] = min(m.first_pos[row], pos)
+                m.by_query.setdefault(text, set()).add(vid)
+        if rows:
+            m.arrays = None
+        return m
+
+    def get(self, ids: Sequence[int]) -> list[MemoryVariant]:
+        ids = [int(i) for i in ids]
+        if not ids:
+            return []
+        found = {}
+        for row in self._db.execute(   # one statement: a variant and its provenance from one snapshot
+                f"SELECT {_VARIANT_COLUMNS}, (SELECT coalesce(json_agg(json_build_array(e.source_query, "
+                "e.episode_id, e.source_pos, e.method, e.namespace) ORDER BY e.source_pos, e.id), '[]'::json) "
+                "FROM episodes e WHERE e.variant_id = v.id) FROM variants v WHERE v.id = ANY(%s::bigint[])", (ids,)):
+            found[row[0]] = row
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise InvalidInputError(f"{self.path}: no memory with id {missing[0]}")
+        return [_variant_from_row(found[i][:-1], [Provenance(*p) for p in found[i][-1]]) for i in ids]
+
+    def all_variants(self) -> list[MemoryVariant]:
+        return self.get([r[0] for r in self._db.execute("SELECT id FROM variants ORDER BY id")])
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT count(*) FROM variants").fetchone()[0]
+
+    def stats(self) -> dict:
+        db = self._db
+
+        def grouped(column: str) -> dict[str, int]:
+            return {k: n for k, n in db.execute(
+                f"SELECT {column}, count(*) FROM variants GROUP BY 1 ORDER BY {column} COLLATE \"C\"")}
+
+        episodes, with_memory, max_pos = db.execute(
+            "SELECT count(*), count(variant_id), max(source_pos) FROM episodes").fetchone()
+        return {
+            "path": self.path,
+            "schema_version": self.schema_version,
+            "variants": len(self),
+            "patterns": db.execute("SELECT count(*) FROM patterns").fetchone()[0],
+            "episodes": episodes,
+            "episodes_with_memory": with_memory,
+            "max_source_pos": max_pos,
+            "by_polarity": {("positive" if k == "+" else "negative"): n for k, n in grouped("polarity").items()},
+            "by_kind": grouped("kind"),
+            "by_failure_type": grouped("failure_type"),
+            "by_namespace": grouped("namespace"),
+            "merged_variants": db.execute(
+                "SELECT count(*) FROM (SELECT variant_id FROM episodes WHERE variant_id IS NOT NULL "
+                "GROUP BY variant_id HAVING count(*) > 1) AS merged").fetchone()[0],
+        }
+
+    def integrity_problems(self) -> list[str]:
+        """What would make this store inconsistent; empty when it is sound."""
+        db = self._db
+        problems = []
+        orphans = db.execute("SELECT count(*) FROM variants v WHERE NOT EXISTS "
+                             "(SELECT 1 FROM episodes e WHERE e.variant_id = v.id)").fetchone()[0]
+        if orphans:
+            problems.append(f"{orphans} variant(s) without any provenance episode")
+        dangling = db.execute("SELECT count(*) FROM episodes e WHERE e.variant_id IS NOT NULL AND NOT EXISTS "
+                              "(SELECT 1 FROM variants v WHERE v.id = e.variant_id)").fetchone()[0]
+        if dangling:
+            problems.append(f"{dangling} episode(s) pointing at a missing variant")
+        mixed = [r[0] for r in db.execute("SELECT encoder FROM embeddings GROUP BY encoder "
+                                          "HAVING count(DISTINCT dim) > 1 ORDER BY 1")]
+        if mixed:
+            problems.append(f"vectors of mixed dimensions for encoder(s) {', '.join(mixed)}")
+        return problems
