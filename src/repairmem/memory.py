@@ -40,6 +40,7 @@ otherwise), top3_summary up to three hints, high_recall_retrieval every retrieve
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -187,6 +188,11 @@ def schema_check(failure: SqlFailure) -> Callable[[MemoryVariant], bool | None]:
     return lambda memory: sql_identifiers(memory.after) <= have
 
 
+def _redact(url) -> str:
+    """A store address without its password, for messages."""
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", str(url))
+
+
 def _resolve_policy(policy, state_path: Path | None) -> Policy | None:
     if policy is None:
         return None
@@ -233,19 +239,30 @@ class Memory:
     @classmethod
     def open(cls, path: str | Path, *, encoder: Any = "default", policy: str | Policy | None = "rscb_mc",
              namespace: str | None = None, retrieval: RetrievalConfig | str | None = None,
-             audit: str | Path | bool = True, **options) -> "Memory":
-        """Open (creating) the store at ``path``. ``encoder``: a spec (``default``, ``hashing``, ...)
-        or an encoder. With a policy, the gate's decisions go to ``PATH.audit.db`` and its learned
-        state to ``PATH.gate.json`` (reloaded on the next open); ``policy=None`` always injects."""
+             audit: str | Path | bool = True, state: str | Path | None = None, **options) -> "Memory":
+        """Open (creating) the store at ``path`` (a file, ``":memory:"`` or a ``postgresql://`` URL).
+        ``encoder``: a spec (``default``, ``hashing``, ...) or an encoder. With a policy, the gate's
+        decisions go to ``STATE.audit.db`` and its learned state to ``STATE.gate.json`` (reloaded on
+        the next open), where STATE is ``state`` or, for a file store, the store's own path; a shared
+        PostgreSQL store needs ``state`` (each agent's gate is its own). ``policy=None`` always injects."""
+        is_url = "://" in str(path)
+        if is_url and policy is not None and state is None:
+            raise InvalidInputError(f"{_redact(path)}: a gated Memory over a shared store keeps its gate locally; "
+                                    "pass state=PATH_PREFIX (e.g. ~/.repairmem/agent1) or policy=None")
         enc = resolve_encoder(encoder) if encoder is None or isinstance(encoder, str) else encoder
         store = open_store(path, embedder=MemoryEmbedder(enc))
         try:
             in_memory = str(path) == ":memory:"
-            policy_path = None if in_memory or policy is None else Path(f"{path}.gate.json")
+            if state is not None:
+                state = Path(state).expanduser()
+                state.parent.mkdir(parents=True, exist_ok=True)
+            path = state if state is not None else path
+            policy_path = None if (in_memory and state is None) or policy is None else Path(f"{path}.gate.json")
             resolved = _resolve_policy(policy, policy_path)
             log = None
             if resolved is not None and audit:
-                log = AuditLog(":memory:" if in_memory else f"{path}.audit.db" if audit is True else audit)
+                log = AuditLog(":memory:" if in_memory and state is None else f"{path}.audit.db" if audit is True
+                               else audit)
             memory = cls(store, MemoryIndex(store, enc), policy=resolved, retrieval=retrieval, namespace=namespace,
                          audit=log, policy_path=policy_path, **options)
         except BaseException:
