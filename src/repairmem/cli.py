@@ -186,10 +186,12 @@ def _memory_verb(verb: str):
 
 def cmd_mcp(args):
     from .mcp_server import serve
-    store = Path(args.store).expanduser()       # a config file's "~/..." reaches us unexpanded
-    store.parent.mkdir(parents=True, exist_ok=True)
+    store = args.store
+    if "://" not in store:                      # a file store; a config file's "~/..." reaches us unexpanded
+        store = Path(store).expanduser()
+        store.parent.mkdir(parents=True, exist_ok=True)
     return serve(str(store), transport=args.transport, host=args.host, port=args.port, encoder=args.encoder,
-                 policy=None if args.policy == "none" else args.policy)
+                 policy=None if args.policy == "none" else args.policy, state=args.state)
 
 
 # -- sql -----------------------------------------------------------------------------------------
@@ -421,7 +423,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", help="serve the memory to coding agents over MCP (record, recall, feedback, "
                                    "explain, stats)", description="serve the memory over the Model Context Protocol")
     p.set_defaults(func=cmd_mcp)
-    p.add_argument("--store", required=True, help="the memory store (created, with its folder, if missing)")
+    p.add_argument("--store", required=True, help="the memory store: a file (created, with its folder, if missing) "
+                                                  "or a postgresql:// URL shared by several agents")
+    p.add_argument("--state", help="where this agent's gate keeps its learned state and audit log "
+                                   "(a path prefix; required with a postgresql:// store)")
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP only")
     p.add_argument("--port", type=int, default=8000, help="HTTP only")

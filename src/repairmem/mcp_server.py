@@ -169,14 +169,14 @@ def _given(**fields) -> dict:
 
 
 def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
-          encoder: str = "default", policy: str | None = "rscb_mc") -> int:
+          encoder: str = "default", policy: str | None = "rscb_mc", state: str | None = None) -> int:
     """Run the server until its client goes away (stdio) or it is stopped (HTTP)."""
     from .memory import Memory
 
     if transport not in ("stdio", "http"):
         raise RepairmemError(f"unknown transport {transport!r}; expected stdio or http")
     _server_class()                                       # a missing SDK fails before the store is opened
-    memory = Memory.open(store, encoder=encoder, policy=policy)
+    memory = Memory.open(store, encoder=encoder, policy=policy, state=state)
     try:
         server = build_server(memory, host=host, port=port)
         if transport == "stdio":

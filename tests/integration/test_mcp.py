@@ -19,6 +19,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from repairmem.gate.audit import AuditLog  # noqa: E402
+from tests.conftest_postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 LOG = "/usr/bin/python3: No module named pytest"
 EPISODE = {
@@ -49,9 +50,10 @@ def _error(result) -> str:
     return result.content[0].text
 
 
-async def _session_run(store, body):
+async def _session_run(store, body, extra=()):
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "repairmem", "mcp", "--store", str(store), "--encoder", "hashing"],
+                                   args=["-m", "repairmem", "mcp", "--store", str(store), "--encoder", "hashing",
+                                         *extra],
                                    env=dict(os.environ))      # the server runs with the test's packages
     with anyio.fail_after(180):
         async with stdio_client(params) as (read, write):
@@ -107,3 +109,20 @@ def test_record_recall_feedback_explain_over_stdio(tmp_path):
     assert (tmp_path / "memory.db.gate.json").exists()
     with AuditLog(tmp_path / "memory.db.audit.db", create=False) as log:
         assert log.get(recall_id)["reward"] is not None
+
+
+def test_the_same_loop_against_a_shared_postgres_store(postgres_url, tmp_path):
+    """Record, recall, feedback and explain through the MCP client with the store on PostgreSQL; the
+    gate's state stays with the agent (--state)."""
+    async def body(session):
+        recorded = _payload(await session.call_tool("record", EPISODE))
+        got = _payload(await session.call_tool("recall", {"query_id": "proj-b/tests", "failure": FAILURE}))
+        assert got["inject"] is True and got["memory_ids"] == [recorded["memory_id"]], got["why"]
+        reward = _payload(await session.call_tool("feedback", {"recall_id": got["recall_id"], "verified": True}))
+        why = _payload(await session.call_tool("explain", {"recall_id": got["recall_id"]}))
+        assert why["reward"]["value"] == pytest.approx(reward["reward"])
+        return _payload(await session.call_tool("stats", {}))
+
+    stats = anyio.run(_session_run, postgres_url, body, ("--state", str(tmp_path / "agent" / "gate")))
+    assert stats["variants"] == 1 and stats["path"].startswith("postgresql://")
+    assert (tmp_path / "agent" / "gate.gate.json").is_file()
