@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import shutil
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -60,7 +61,14 @@ def pack(run_dir: Path, dest: Path) -> list[Path]:
             written.append(dest / "gates" / stream / (state.name + ".gz"))
         audit = run_dir / "audit" / f"{stream}.db"
         if audit.is_file():
-            _gz(audit, dest / "audit" / f"{stream}.db.gz")
+            snapshot = dest / "audit" / f"{stream}.db.snapshot"
+            snapshot.parent.mkdir(parents=True, exist_ok=True)
+            with sqlite3.connect(audit) as src, sqlite3.connect(snapshot) as dst:
+                src.backup(dst)          # consistent with its write-ahead log, even while the run writes
+            src.close()
+            dst.close()
+            _gz(snapshot, dest / "audit" / f"{stream}.db.gz")
+            snapshot.unlink()
             written.append(dest / "audit" / f"{stream}.db.gz")
     return written
 
