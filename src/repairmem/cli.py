@@ -520,6 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = args.func(args)
     except RepairmemError as exc:
+        if getattr(args, "json", False):         # --json: the error is JSON on stdout too, same exit code
+            print(json.dumps({"error": str(exc), "kind": type(exc).__name__}, ensure_ascii=False))
         print(f"repairmem: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -127,3 +127,11 @@ def test_memory_search_ranks_with_scores_and_explains(filled):
     assert [p["polarity"] for p in pools] == ["+", "-"] and all(p["fell_back"] for p in pools)
     scores = [r["score"] for r in out["results"] if r["polarity"] == "+"]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_json_errors_are_json_on_stdout_with_exit_code_2(tmp_path, capsys):
+    from repairmem.cli import main
+    assert main(["gate", "explain", "d1", "--audit", str(tmp_path / "absent.db"), "--json"]) == 2
+    out = json.loads(capsys.readouterr().out)
+    assert "no audit log here" in out["error"] and out["kind"] == "InvalidInputError"
+    assert not (tmp_path / "absent.db").exists()

@@ -149,3 +149,42 @@ def test_a_resumed_run_counts_its_recorded_episodes_as_done(tmp_path, capsys):
     repair = [s.strip() for s in shown if s.startswith("repair:")]
     assert [s.split(",")[0] for s in repair] == [f"repair: {n}/{total} episodes" for n in (kept, kept + 1, total)]
     assert "ETA unknown" in repair[0] and "ETA 0.0 min" in repair[-1]
+
+
+def test_a_failed_start_leaves_no_run_and_a_mismatch_names_the_field(tmp_path):
+    data = build_mini_spider(tmp_path / "spider")
+    bad = RunConfig("spider", str(tmp_path / "nowhere"), ("iterative",), (0,), model="replay:x",
+                    options=LoopOptions(budget=1))
+    with pytest.raises(InvalidInputError):
+        run(bad, tmp_path / "out", model=ReplayModel(tmp_path / "none.jsonl"), show_progress=False, log=lambda s: None)
+    assert not (tmp_path / "out" / "run.json").exists()          # --out is not poisoned: a fixed start works
+    cassette = tmp_path / "cassette.jsonl"
+    good = RunConfig("spider", str(data), ("iterative",), (0,), model="replay:x", options=LoopOptions(budget=1))
+    run(good, tmp_path / "out", model=RecordingModel(ScriptedAnswerer(), cassette), show_progress=False,
+        log=lambda s: None)
+    other = RunConfig("spider", str(data), ("iterative",), (0,), model="replay:x", options=LoopOptions(budget=2))
+    with pytest.raises(InvalidInputError, match=r"options\.budget \(was 1, now 2\)"):
+        run(other, tmp_path / "out", resume=True, model=ReplayModel(cassette), show_progress=False, log=lambda s: None)
+
+
+def test_a_run_folder_is_locked_while_a_process_writes_it(tmp_path):
+    import fcntl
+    data = build_mini_spider(tmp_path / "spider")
+    config = RunConfig("spider", str(data), ("iterative",), (0,), model="replay:x", options=LoopOptions(budget=1))
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\n"
+                               f"h = open({str(out / 'run.lock')!r}, 'a'); fcntl.flock(h, fcntl.LOCK_EX)\n"
+                               "print('held', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(InvalidInputError, match="another process is writing"):
+            run(config, out, model=RecordingModel(ScriptedAnswerer(), tmp_path / "c.jsonl"), show_progress=False,
+                log=lambda s: None)
+        assert not (out / "run.json").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    run(config, out, model=RecordingModel(ScriptedAnswerer(), tmp_path / "c.jsonl"), show_progress=False,
+        log=lambda s: None)                                     # the lock goes with the process that held it
+    assert (out / "run.json").exists()

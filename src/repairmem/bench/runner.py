@@ -2,7 +2,9 @@
 
 Run folder layout::
 
-    RUN_DIR/run.json                       the configuration (a resume must match it)
+    RUN_DIR/run.json                       the configuration (a resume must match it), written once the
+                                           data, model and encoder have loaded
+    RUN_DIR/run.lock                       held while a process writes the run
     RUN_DIR/initial.jsonl                  shared initial predictions (one per example)
     RUN_DIR/records/<method>-seed<s>.jsonl one line per finalized episode, in stream order
     RUN_DIR/stores/<method>-seed<s>.db     the memory of that stream (methods with memory)
@@ -20,12 +22,14 @@ finished run equals an uninterrupted one: same records, same memory, same gate.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import random
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -129,23 +133,55 @@ class Progress:
             print(file=sys.stderr, flush=True)
 
 
-def _check_run_json(out: Path, config: RunConfig, resume: bool) -> None:
+def _differences(old, new, prefix: str = "") -> list[str]:
+    """The fields where two run configurations differ, dotted (``options.budget``)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in sorted(set(old) | set(new)):
+            out += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
+        return out
+    return [] if old == new else [f"{prefix[:-1]} (was {old!r}, now {new!r})"]
+
+
+def _check_run_json(out: Path, config: RunConfig, resume: bool) -> bool:
+    """Whether ``out`` already holds this run; an error naming what differs when it holds another."""
     path = out / "run.json"
-    wanted = config.to_json()
-    if path.exists():
-        existing = json.loads(path.read_text())
-        if not resume:
-            raise InvalidInputError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
-        if existing["config"] != wanted:
-            raise InvalidInputError(f"{path}: the run there was started with another configuration; "
-                                    "resume it with the same arguments or choose another --out")
-        return
+    if not path.exists():
+        return False
+    existing = json.loads(path.read_text())
+    if not resume:
+        raise InvalidInputError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
+    changed = _differences(existing["config"], config.to_json())
+    if changed:
+        raise InvalidInputError(f"{path}: the run there was started with another configuration: "
+                                f"{'; '.join(changed[:5])}; resume it with the same arguments or choose another --out")
+    return True
+
+
+def _write_run_json(out: Path, config: RunConfig) -> None:
+    """Written once the data, the model and the encoder have loaded: a failed start leaves no run."""
     from .. import __version__
-    out.mkdir(parents=True, exist_ok=True)
+    path = out / "run.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"config": wanted, "repairmem": __version__,
+    tmp.write_text(json.dumps({"config": config.to_json(), "repairmem": __version__,
                                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=2))
     tmp.replace(path)
+
+
+@contextmanager
+def _locked(out: Path):
+    """Hold ``out/run.lock`` while this process writes the run (released when the process ends)."""
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "run.lock").open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InvalidInputError(f"{out}: another process is writing this run (run.lock is held); "
+                                    "wait for it or choose another --out") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, initial: dict, *,
@@ -238,19 +274,28 @@ def run(config: RunConfig, out: Path, *, resume: bool = False, jobs: int = 1, mo
         model_options: dict | None = None, encoder=None, show_progress: bool = True,
         log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> Path:
     """Run every (method, seed) stream of ``config`` into ``out``."""
-    from ..llm.models import resolve_model
     out = Path(out)
-    _check_run_json(out, config, resume)
-    dataset = load_dataset(config.dataset, config.data, limit=config.limit, subset=config.subset)
-    (out / "skipped.json").write_text(json.dumps(
-        [{"example_id": ex.example_id, "db_id": ex.db_id, "reason": why} for ex, why in dataset.skipped], indent=1))
-    log(f"{len(dataset.examples)} executable examples, {len(dataset.skipped)} skipped (database absent)")
-    model = model or resolve_model(config.model, **(model_options or {}))
+    started = _check_run_json(out, config, resume)
+    with _locked(out):
+        return _run(config, out, started, jobs=jobs, model=model, model_options=model_options, encoder=encoder,
+                    show_progress=show_progress, log=log)
+
+
+def _run(config: RunConfig, out: Path, started: bool, *, jobs, model, model_options, encoder, show_progress,
+         log) -> Path:
+    from ..llm.models import resolve_model
     if jobs > 1 and config.model.startswith(("llama:", "replay:")):
         raise InvalidInputError(f"--jobs {jobs} needs an HTTP backend; {config.model} runs one call at a time")
+    dataset = load_dataset(config.dataset, config.data, limit=config.limit, subset=config.subset)
+    model = model or resolve_model(config.model, **(model_options or {}))
     if encoder is None and any(get_method(m).uses_memory for m in config.methods):
         from ..retrieval.encoders import resolve_encoder
         encoder = resolve_encoder(config.encoder)
+    if not started:
+        _write_run_json(out, config)
+    (out / "skipped.json").write_text(json.dumps(
+        [{"example_id": ex.example_id, "db_id": ex.db_id, "reason": why} for ex, why in dataset.skipped], indent=1))
+    log(f"{len(dataset.examples)} executable examples, {len(dataset.skipped)} skipped (database absent)")
     first = Progress(len(dataset.examples), "initial predictions", show_progress)
     initial = initial_predictions(dataset.examples, dict(dataset.schemas), model, options=config.options,
                                   cache_path=out / "initial.jsonl",
