@@ -18,8 +18,9 @@ ask_feedback                no        nothing yet; the question to put to the us
 
 "First" is in the order the caller passes: the gate's evidence order (its lead candidate first,
 ``features.FeatureExtractor.ordered``), or the retrieval order for the static baselines.
-Memory is untrusted text: it is neutralised and delimited as everywhere else in repairmem
-(``prompts.neutralize``). Token cost is ``estimate_tokens`` of the payload text.
+Memory is untrusted text: it is escaped and delimited as everywhere else in repairmem
+(``untrusted.untrusted``: no block delimiters, no chat control tokens). Token cost is
+``estimate_tokens`` of the payload text.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from enum import StrEnum
 from typing import Sequence
 
 from ..errors import InvalidInputError
-from ..untrusted import neutralize
+from ..untrusted import untrusted
 from ..types import MemoryVariant
 
 
@@ -112,18 +113,18 @@ def render_resolution(memory: MemoryVariant, index: int = 1) -> str:
     body = (f"Symptom: {_symptom(memory)}\n"
             f"Root cause: {memory.failure_type} / {_root(memory)}\n"
             f"Verified fix: {memory.after}")
-    return f"<<<MEMORY {index}>>>\n{neutralize(body)}\n<<<END MEMORY {index}>>>"
+    return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
 
 def render_summary(memories: Sequence[MemoryVariant]) -> str:
     lines = [f"- #{m.id} [{m.failure_type} / {_root(m)}] {m.after}" for m in memories]
     body = "Earlier fixes of similar failures (check the root cause before using one):\n" + "\n".join(lines)
-    return f"<<<MEMORY 1>>>\n{neutralize(body)}\n<<<END MEMORY 1>>>"
+    return f"<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>"
 
 
 def render_hint(memory: MemoryVariant) -> str:
     body = f"Hint: {memory.after} (applies only when the cause is {memory.failure_type} / {_root(memory)})"
-    return f"<<<MEMORY 1>>>\n{neutralize(body)}\n<<<END MEMORY 1>>>"
+    return f"<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>"
 
 
 def render_trace(memory: MemoryVariant, index: int) -> str:
@@ -133,7 +134,7 @@ def render_trace(memory: MemoryVariant, index: int) -> str:
             f"Failed command: {memory.before}\n"
             f"Verified fix: {memory.after}"
             + (f"\nObserved error: {memory.error}" if memory.error else ""))
-    return f"<<<MEMORY {index}>>>\n{neutralize(body)}\n<<<END MEMORY {index}>>>"
+    return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
 
 def render(action: Action | str, memories: Sequence[MemoryVariant], *, note: str = "") -> Payload:

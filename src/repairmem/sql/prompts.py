@@ -12,7 +12,8 @@ Two layouts of the repair prompt, both with the same fields:
   history (which only grows within an episode), then memories and the current failure. Consecutive
   calls of one episode then share the longest possible prefix, which llama.cpp keeps evaluated.
 
-Retrieved memory and model output are untrusted: they are rendered inside ``<<<MEMORY n>>>`` …
+Retrieved memory, model output and DBMS text are untrusted: chat-template control tokens
+(``<|im_end|>`` …) are escaped everywhere they appear, and memory is rendered inside ``<<<MEMORY n>>>`` …
 ``<<<END MEMORY n>>>`` blocks after escaping anything that looks like a block delimiter or an
 ``<answer>`` tag, so stored text can neither close its block nor pose as the answer.
 """
@@ -25,7 +26,7 @@ from typing import Sequence
 
 from ..errors import InvalidInputError
 from ..types import MemoryVariant, Polarity
-from ..untrusted import neutralize
+from ..untrusted import untrusted
 
 LAYOUTS = ("paper", "cache")
 
@@ -102,7 +103,7 @@ def render_memory(index: int, memory: MemoryVariant) -> str:
                 f"Direction tried: {memory.after}\n"
                 f"Observed outcome: {memory.outcome.value}" + (f"; error: {memory.error}" if memory.error else "")
                 + "\n(This failed in its own context; it is not proven wrong in general.)")
-    return f"<<<MEMORY {index}>>>\n{neutralize(body)}\n<<<END MEMORY {index}>>>"
+    return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
 
 def render_memories(memories: Sequence[MemoryVariant], start: int = 1) -> str:
@@ -140,10 +141,10 @@ def render_history(attempts: Sequence[AttemptView], compaction: int = 0) -> str:
     if compaction >= 2 and len(shown) > 3:
         shown = [shown[0], *shown[-2:]]
     for i, a in shown:
-        line = (f"[{i}] {clip(neutralize(a.sql), compaction)}\n    status: {a.status}"
-                + (f"; error: {clip(neutralize(a.error), compaction)}" if a.error else ""))
+        line = (f"[{i}] {clip(untrusted(a.sql), compaction)}\n    status: {a.status}"
+                + (f"; error: {clip(untrusted(a.error), compaction)}" if a.error else ""))
         if a.note:
-            line += "\n    " + neutralize(a.note).replace("\n", "\n    ")
+            line += "\n    " + untrusted(a.note).replace("\n", "\n    ")
         lines.append(line)
         if i == 0 and len(shown) < len(attempts):
             lines.append(f"[1]–[{len(attempts) - 3}] omitted so that the prompt fits the model's context window")
@@ -162,7 +163,7 @@ def reflection_prompt(*, question: str, schema: str, history: Sequence[AttemptVi
                       failure_type: str, evidence: str = "", compaction: int = 0) -> str:
     return REFLECTION_TEMPLATE.format(schema=schema, question=question, evidence_block=_evidence_block(evidence),
                                       history=render_history(history, compaction), status=status,
-                                      error=neutralize(error) or "(none)", failure_type=failure_type)
+                                      error=untrusted(error) or "(none)", failure_type=failure_type)
 
 
 def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, error: str, failure_type: str,
@@ -188,9 +189,9 @@ def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, 
         "schema": f"### Database schema\n{schema}" + (f"\n\n### Sample values\n{samples}" if samples else "")
                   + _evidence_block(evidence).rstrip("\n"),
         "question": f"### Question\n{question}",
-        "current": (f"### Current SQL\n{neutralize(current_sql)}\n\n### Current feedback\nStatus: {status}\n"
-                    f"DBMS error: {neutralize(error) or '(none)'}\nPredicted failure type: {failure_type}"
-                    + (f"\n{neutralize(observations)}" if observations else "")),
+        "current": (f"### Current SQL\n{untrusted(current_sql)}\n\n### Current feedback\nStatus: {status}\n"
+                    f"DBMS error: {untrusted(error) or '(none)'}\nPredicted failure type: {failure_type}"
+                    + (f"\n{untrusted(observations)}" if observations else "")),
         "history": ("### Attempt history (every query below was observed to be incorrect)\n"
                     + render_history(history, compaction)),
         "positive": ("### LESSONS FROM EARLIER REPAIRS (directions, not answers)\n" + "\n".join(hints) if hints else
@@ -198,7 +199,7 @@ def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, 
         "negative": ("" if hints else
                      f"### OBSERVED FAILED DIRECTIONS\n{render_memories(negatives, start=len(positives) + 1)}"),
         "reflections": "### LOCAL REFLECTIONS FROM THIS EPISODE\n"
-                       + ("\n".join(f"- {clip(neutralize(r), compaction)}" for r in reflections)
+                       + ("\n".join(f"- {clip(untrusted(r), compaction)}" for r in reflections)
                           if reflections else "(none)"),
     }
     order = (("question", "schema", "current", "history", "positive", "negative", "reflections") if layout == "paper"
