@@ -345,7 +345,7 @@ def _result_subtype(sql: Any, question: Any, rows: Any, columns: Any) -> tuple[s
     if table and all(cell is None for row in table for cell in row):
         cols = ", ".join(str(c) for c in columns)[:60] if isinstance(columns, (list, tuple)) else ""
         return "null_only_result", f"{len(table)} row(s), all NULL" + (f" ({cols})" if cols else "")
-    tree = _parse(sql)
+    tree = parse_query(sql)
     if tree is None:
         return "generic", ""   # unparsable: no SQL-based inference
     q = question if isinstance(question, str) else ""
@@ -392,7 +392,8 @@ def _row_key(row: tuple[Any, ...]) -> Any:
         return repr(row)
 
 
-def _parse(sql: Any) -> exp.Query | None:
+def parse_query(sql: Any) -> exp.Query | None:
+    """``sql`` as a sqlglot query (SQLite dialect), or None when it is not one (bounded, never raises)."""
     if not isinstance(sql, str) or not sql.strip() or len(sql) > _MAX_SQL_CHARS:
         return None
     try:

@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-import sqlglot
 from sqlglot import exp
 
+from .sql import parse_query
 from .terminal import Signatures
 
 _MAX_SQL_CHARS = 20_000
@@ -45,11 +45,8 @@ def sql_parts(sql: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]
     """(tables, columns, literals) that ``sql`` reads; names lower-cased, CTE names excluded."""
     if not isinstance(sql, str) or not sql.strip() or len(sql) > _MAX_SQL_CHARS:
         return frozenset(), frozenset(), frozenset()
-    try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
-    except Exception:  # sqlglot raises several error types (and RecursionError) on bad input
-        tree = None
-    if not isinstance(tree, exp.Query):
+    tree = parse_query(sql)
+    if tree is None:
         return _scan(sql)
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     aliases = {t.alias.lower() for t in tree.find_all(exp.Table) if t.alias}

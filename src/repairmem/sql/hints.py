@@ -19,10 +19,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 
 from ..check import check_int
+from ..classify.sql import parse_query
 from ..types import MemoryVariant, Polarity, normalize_sql
 from ..untrusted import untrusted
 from .data_lessons import GENERIC_LESSON, LESSONS, TYPE_LESSONS
@@ -31,7 +31,6 @@ __all__ = ["SchemaSafeHint", "clause_diff", "lesson", "repeats_failed_direction"
 
 MAX_DIFF_LINES = 5
 MAX_LINE_CHARS = 120
-_MAX_SQL_CHARS = 20_000
 _MASK_NOTE_NAMES = "(names from another database are masked: use this database's own tables and columns)"
 _MASK_NOTE_VALUES = "(values from another database are masked: take values from this question, not from memory)"
 _MASK_NOTE_BOTH = ("(names and values from another database are masked: use this database's own tables, "
@@ -126,16 +125,6 @@ def _mask_tree(tree: exp.Expression, masks: _Masks) -> exp.Expression:
 
 
 # --- clause diff ------------------------------------------------------------------------------------
-
-def _parse(sql: str) -> exp.Query | None:
-    if not isinstance(sql, str) or not sql.strip() or len(sql) > _MAX_SQL_CHARS:
-        return None
-    try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
-    except Exception:  # sqlglot raises several error types (and RecursionError) on bad input
-        return None
-    return tree if isinstance(tree, exp.Query) else None   # "selec * form" parses as arithmetic
-
 
 def _sql(node: exp.Expression) -> str:
     return " ".join(node.sql(dialect="sqlite", comments=False).split())
@@ -285,7 +274,7 @@ def _cap(lines: list[str]) -> list[str]:
 
 def _diff(before: str, after: str, masks: _Masks | None) -> list[str]:
     """Diff lines, with placeholders where ``masks`` hid a name or value (uncapped, unclipped)."""
-    tb, ta = _parse(before), _parse(after)
+    tb, ta = parse_query(before), parse_query(after)
     if tb is None or ta is None:
         return _token_diff(before, after, masks)
     raw_b, raw_a = _clauses(tb), _clauses(ta)
