@@ -1,10 +1,11 @@
-"""Run every ungated row of the methods table on the tests' replay fixture and dump its records.
+"""Run every ungated row of the methods table (every row with --gated) on the tests' replay fixture
+and dump its records.
 
 Used to check that a change leaves the paper rows' records and prompts as they were: run it on two
 checkouts and compare the dumps (records without timings, and every prompt and answer).
 
     python benchmarks/fixture_records.py OLD_CHECKOUT old.json   # e.g. a git worktree of main
-    python benchmarks/fixture_records.py . new.json
+    python benchmarks/fixture_records.py . new.json          # add --gated to include the gated rows
     python -c "import json; a, b = (json.load(open(f)) for f in ('old.json', 'new.json')); \
                print(a['records'] == b['records'], a['cassette'] == b['cassette'])"
 """
@@ -20,7 +21,7 @@ from repairmem.retrieval.encoders import HashingEncoder
 import repairmem; print(repairmem.__file__, file=sys.stderr)
 tmp = Path(tempfile.mkdtemp())
 data = build_mini_spider(tmp / "spider")
-methods = tuple(m for m in METHODS if not getattr(METHODS[m], "gate", None))
+methods = tuple(m for m in METHODS if "--gated" in sys.argv or not getattr(METHODS[m], "gate", None))
 config = RunConfig("spider", str(data), methods, (0, 1), model="replay:x", encoder="hashing", options=LoopOptions(budget=3))
 res = run(config, tmp / "run", model=RecordingModel(ScriptedAnswerer(), tmp / "c.jsonl"), encoder=HashingEncoder(64),
           show_progress=False, log=lambda s: None)

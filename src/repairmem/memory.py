@@ -50,7 +50,7 @@ from .classify.sql_signatures import identifiers as sql_identifiers, sql_signatu
 from .classify.terminal import classify_terminal
 from .check import check_int
 from .errors import InvalidInputError
-from .gate.actions import Action, render
+from .gate.actions import Action, estimate_tokens, render
 from .gate.audit import AuditLog
 from .gate.features import QueryProfile, signature_memory_dict
 from .gate.gate import Gate, GateResult, StoreLedger, counter_increments
@@ -354,43 +354,56 @@ class Memory:
                                    kind="terminal")
         found = retrieve(self.index, query, config)
         recall_id = f"r{next(self._ids)}"
+        db_ids = (database_identifiers(failure.db_path) if kind == "sql" and failure.db_path is not None
+                  else None)
         if self.gate is None:
-            positives = tuple(s.memory for s in found.positives)
-            negatives = tuple(s.memory for s in found.negatives)
-            action, why, result = "always_inject", "no gate: every retrieved memory is injected", None
+            result, action, why = None, "always_inject", "no gate: every retrieved memory is injected"
+            injected = self._inject(kind, Action.HIGH_RECALL, None, found, db_ids, ns)
         else:
-            database = (database_identifiers(failure.db_path) if kind == "sql" and failure.db_path is not None
-                        else None)
             profile = QueryProfile(query_id, diagnosis.family, diagnosis.root_cause, diagnosis.confidence, signatures,
-                                   token_budget=self.token_budget, kind=kind, database=database)
+                                   token_budget=self.token_budget, kind=kind, database=db_ids)
             if confirm is None and kind == "sql":
                 confirm = schema_check(failure)
-            result = self.gate.decide(profile, found.positives, session=session or query_id, confirm=confirm)
-            chosen = {m: None for m in result.payload.memory_ids}
-            by_id = {s.memory.id: s.memory for s in found.positives}
-            positives = tuple(by_id[i] for i in chosen)
-            injecting = bool(positives)
-            negatives = (tuple(s.memory for s in found.negatives)
-                         if injecting and result.decision.action is Action.HIGH_RECALL else ())
+            rendered: dict = {}
+
+            def inject(payload):     # what reaches the prompt; the audit records its tokens
+                rendered["out"] = self._inject(kind, payload.action, payload, found, db_ids, ns)
+                return estimate_tokens(rendered["out"][2])
+
+            result = self.gate.decide(profile, found.positives, session=session or query_id, confirm=confirm,
+                                      inject=inject)
+            injected = rendered["out"]
             action = result.decision.action.value
             why = self.audit.get(result.decision_id)["reason"] if result.decision_id else result.payload.note
             recall_id = result.decision_id or recall_id
-        blocks: tuple[str, ...] = ()
-        if kind == "sql" and self.sql_render != "merit" and (positives or negatives):
-            database = database_identifiers(failure.db_path) if failure.db_path is not None else None
-            positives, negatives, blocks = self._sql_blocks(action, positives, negatives, database, ns)
-            text = "\n".join(blocks)
-        elif kind == "sql":
-            text = render_memories((*positives, *negatives)) if positives or negatives else ""
-        else:
-            text = ((result.payload.text if result is not None else
-                     render(Action.HIGH_RECALL, list(positives)).text) if positives else "")
+        positives, negatives, text, blocks = injected
         recall = Recall(recall_id, action, text, tuple(m.id for m in (*positives, *negatives)),
                         (*found.positives, *found.negatives), why, diagnosis, positives, negatives, found, blocks)
         self._open[recall_id] = _Open(recall, result)
         if len(self._open) > MAX_OPEN_RECALLS:    # feedback that never came (live use); oldest first
             del self._open[next(iter(self._open))]
         return recall
+
+    def _inject(self, kind: str, action: Action, payload, found, database, namespace: str):
+        """(positives, negatives, text, blocks) that reach the prompt for the gate's ``payload``
+        (``None``: no gate, everything retrieved)."""
+        if payload is None:
+            positives = tuple(s.memory for s in found.positives)
+            negatives = tuple(s.memory for s in found.negatives)
+        else:
+            by_id = {s.memory.id: s.memory for s in found.positives}
+            positives = tuple(by_id[i] for i in dict.fromkeys(payload.memory_ids))
+            negatives = (tuple(s.memory for s in found.negatives)
+                         if positives and action is Action.HIGH_RECALL else ())
+        if kind == "sql" and self.sql_render != "merit" and (positives or negatives):
+            label = "always_inject" if payload is None else action.value
+            positives, negatives, blocks = self._sql_blocks(label, positives, negatives, database, namespace)
+            return positives, negatives, "\n".join(blocks), blocks
+        if kind == "sql":
+            return positives, negatives, render_memories((*positives, *negatives)) if positives or negatives else "", ()
+        text = "" if not positives else payload.text if payload is not None else \
+            render(Action.HIGH_RECALL, list(positives)).text
+        return positives, negatives, text, ()
 
     def _sql_blocks(self, action: str, positives, negatives, database, namespace: str):
         """(positives, negatives, blocks) as ``sql_render`` shows them (module doc, second table)."""
@@ -412,27 +425,42 @@ class Memory:
                  false_positive: bool = False, rejected: bool = False, correct_abstain: bool = False,
                  success: bool = False, source: str = "verifier") -> float:
         """The outcome of a recall, checked against what it injected; written to the audit log, the
-        policy and the memories' counters in one place. Returns the reward."""
-        entry = self._open.get(recall_id)
+        policy and the memories' counters in one place. Returns the reward.
+
+        A gated recall can get its feedback from another process than the one that recalled (a CLI
+        call, an MCP request): it is rebuilt from the audit log (``Gate.reopen``), charged the
+        tokens the audit recorded for what reached the prompt, and rewarded once."""
+        entry = self._open.pop(recall_id, None)
+        flags = dict(verified=verified, accepted=accepted, correct_abstain=correct_abstain,
+                     false_positive=false_positive, rejected=rejected, success=success)
+        if entry is None and self.gate is not None and isinstance(recall_id, str) and recall_id.startswith("d"):
+            entry = _Open(None, self.gate.reopen(recall_id))
         if entry is None:
-            raise InvalidInputError(f"no open recall {recall_id!r}: feedback follows a recall of this Memory, once")
-        recall = entry.recall
-        fb = Feedback(verified=verified, accepted=accepted, correct_abstain=correct_abstain,
-                      false_positive=false_positive, rejected=rejected, success=success,
-                      tokens=(len(recall.text) + 3) // 4 if recall.text else 0)
-        if entry.result is not None:
-            r = self.gate.feedback(entry.result, fb, source=source)
+            raise InvalidInputError(f"no open recall {recall_id!r}: feedback follows a recall of this Memory, once"
+                                    + ("" if self.gate is not None else
+                                       " (without a gate recalls are not audited, so feedback must come from "
+                                       "the process that recalled)"))
+        result = entry.result
+        if result is not None:
+            try:
+                r = self.gate.feedback(result, Feedback(**flags, tokens=result.tokens if result.tokens is not None
+                                                        else result.payload.tokens), source=source)
+            except InvalidInputError:
+                if entry.recall is not None:
+                    self._open[recall_id] = entry     # rejected feedback: the recall stays open
+                raise
             if self.policy_path is not None:
                 save_policy(self.gate.policy, self.policy_path)
-        else:
-            if not recall.injected and (accepted or verified or false_positive or rejected):
-                raise InvalidInputError(f"recall {recall_id} injected nothing: feedback about an injection that "
-                                        "never happened")
-            r = reward(fb, self.reward_config)
-            for mid, inc in counter_increments(recall.memory_ids, fb).items():
-                self.store.record_feedback(mid, **inc)
-        del self._open[recall_id]
-        return r
+            return r
+        recall = entry.recall
+        fb = Feedback(**flags, tokens=estimate_tokens(recall.text))
+        if not recall.injected and (accepted or verified or false_positive or rejected):
+            self._open[recall_id] = entry
+            raise InvalidInputError(f"recall {recall_id} injected nothing: feedback about an injection that "
+                                    "never happened")
+        for mid, inc in counter_increments(recall.memory_ids, fb).items():
+            self.store.record_feedback(mid, **inc)
+        return reward(fb, self.reward_config)
 
     def explain(self, recall_id: str) -> dict:
         """Why a recall injected what it did: the audit record when the gate decided, else the recall."""

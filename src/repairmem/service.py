@@ -23,21 +23,16 @@ explain    ``{"recall_id"}`` -> the audit record (``AuditLog.explain``) or the o
 stats      ``{}`` -> ``Memory.stats()``
 =========  =====================================================================================
 
-Feedback across processes. ``Memory`` keeps its open recalls in process, but the command line
-runs one process per call. When the recall id is not open here, ``feedback`` rebuilds the gate's
-decision from the audit log (``AuditLog.get``: action, scores, features, propensity, payload ids
-and tokens, session, ask resolution) and sends the feedback down the gate's own path
-(``Gate.feedback``: checked against the decision, then the audit log's reward, ``policy.update``
-and the memories' counters), then saves the policy to ``PATH.gate.json``. What the audit log does
-not hold is approximated: the token count is the gate payload's (for SQL the rendered recall text
-can be longer), a declined ``ask_feedback`` charges the memory its reason names, and the session's
-rejection count starts again in each process.
+Feedback across processes. The command line runs one process per call, so the recall a
+``feedback`` names is usually not open in the process that receives it: ``Memory.feedback`` then
+rebuilds the gate's decision from the audit log (``Gate.reopen``) and charges the tokens the audit
+recorded for what reached the prompt, exactly as the recalling process would have. Only the
+session's rejection count starts again in each process.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,10 +40,6 @@ from typing import Any, Mapping
 
 from .check import check_bool, check_int, check_str
 from .errors import InvalidInputError, RepairmemError
-from .gate.actions import ACTIONS, Action, Payload
-from .gate.audit import UnknownDecisionError
-from .gate.gate import GateResult
-from .gate.policies import OVERRIDE_CHECKS, Decision, save_policy
 from .gate.reward import Feedback
 from .memory import Memory, SqlFailure, TerminalFailure, diagnose
 from .types import Attempt, Episode, Outcome, Scope
@@ -340,59 +331,10 @@ def record(memory: Memory, request: Any) -> dict:
                    "episode_id": episode_id, "position": position})
 
 
-def _is_open(memory: Memory, recall_id: str) -> bool:
-    return recall_id in memory._open      # Memory has no public test for this (see the module doc)
-
-
-_LEAD = re.compile(r"memory #(\d+)")
-
-
-def _gate_result(rec: dict) -> GateResult:
-    """The gate's result of an audited decision, as far as the audit log holds it."""
-    action = Action.parse(rec["action"])
-    scores = tuple(-math.inf if rec["scores"].get(a.value) is None else float(rec["scores"][a.value])
-                   for a in ACTIONS)
-    override = sum(1 << OVERRIDE_CHECKS.index(name) for name in rec["override_checks"] if name in OVERRIDE_CHECKS)
-    decision = Decision(ACTIONS.index(action), scores, float(rec["propensity"]), list(rec["features"]),
-                        rec["policy"], override)
-    ids = tuple(int(i) for i in rec["payload_ids"])
-    payload = Payload(action, f"(payload of decision {rec['decision_id']})" if ids else "",
-                      int(rec["payload_tokens"]), ids, "")
-    candidates = tuple(zip(rec["candidate_ids"], rec["candidate_scores"]))
-    lead = _LEAD.search(rec["reason"]) if rec["resolution"] == "declined" else None
-    lead_id = int(lead.group(1)) if lead else (int(rec["candidate_ids"][0]) if rec["candidate_ids"] else None)
-    return GateResult(rec["decision_id"], decision, payload, candidates, rec["session"], rec["resolution"], lead_id)
-
-
-def _feedback_from_audit(memory: Memory, req: FeedbackRequest) -> float:
-    where = f"feedback: recall {req.recall_id!r}"
-    if memory.gate is None or memory.audit is None:
-        raise InvalidInputError(f"{where} is not open in this process, and without a gate (policy none) recalls "
-                                "are not audited: send feedback from the process that recalled")
-    try:
-        rec = memory.audit.get(req.recall_id)
-    except UnknownDecisionError:
-        raise InvalidInputError(f"{where}: no such recall in this store's audit log ({memory.audit.path})") from None
-    if rec["reward"] is not None:
-        raise InvalidInputError(f"{where} already has its feedback (reward {rec['reward']:.4g} from "
-                                f"{rec['reward_source']})")
-    if rec["policy"] != memory.gate.policy.name:
-        raise InvalidInputError(f"{where} was decided by the {rec['policy']} policy; this store's gate runs "
-                                f"{memory.gate.policy.name}")
-    fb = Feedback(**req.flags, tokens=int(rec["payload_tokens"]))
-    r = memory.gate.feedback(_gate_result(rec), fb, source=req.source)
-    if memory.policy_path is not None:
-        save_policy(memory.gate.policy, memory.policy_path)
-    return r
-
-
 def feedback(memory: Memory, request: Any) -> dict:
     req = request if isinstance(request, FeedbackRequest) else parse_feedback(request)
     try:
-        if _is_open(memory, req.recall_id):
-            r = memory.feedback(req.recall_id, **req.flags, source=req.source)
-        else:
-            r = _feedback_from_audit(memory, req)
+        r = memory.feedback(req.recall_id, **req.flags, source=req.source)
     except InvalidInputError as exc:
         message = str(exc)
         raise (exc if message.startswith("feedback:") else InvalidInputError(f"feedback: {message}")) from None

@@ -77,7 +77,7 @@ def test_reward_reaches_the_policy_the_audit_log_and_the_counters(sql_memory):
     assert memory.audit.get(recall.id)["reward"] == pytest.approx(r) and r > 2
     counters = memory.store.get([recall.memory_ids[0]])[0].counters
     assert (counters.uses, counters.accepted, counters.verified) == (1, 1, 1)
-    with pytest.raises(InvalidInputError, match="no open recall"):
+    with pytest.raises(InvalidInputError, match="already has its feedback"):
         memory.feedback(recall.id, accepted=True)
 
 
@@ -89,7 +89,7 @@ def test_feedback_about_an_injection_that_never_happened_is_an_error(tmp_path):
         with pytest.raises(InvalidInputError, match="never happened"):
             memory.feedback(recall.id, accepted=True, verified=True)
         assert memory.feedback(recall.id, correct_abstain=True) == pytest.approx(0.5)
-        with pytest.raises(InvalidInputError, match="no open recall"):
+        with pytest.raises(InvalidInputError, match="no such recall"):
             memory.feedback("d999")
 
 
@@ -139,3 +139,32 @@ def test_gated_by_action_shows_a_full_block_only_when_the_database_has_its_table
 def test_unknown_sql_rendering_is_refused(tmp_path):
     with pytest.raises(InvalidInputError, match="sql_render"):
         Memory.open(tmp_path / "x.db", encoder="hashing", sql_render="pretty")
+
+
+def test_feedback_from_another_process_charges_what_reached_the_prompt(tmp_path):
+    """A CLI or MCP call sends feedback from another process than the one that recalled: the decision
+    is rebuilt from the audit log, with the tokens of the rendered SQL blocks (not the gate's own
+    payload) and the lead the gate chose, so the reward equals the recalling process's."""
+    concert = _db(tmp_path / "concert.sqlite", "CREATE TABLE singer (id INT, name TEXT, age INT, country TEXT);")
+    failure = SqlFailure("Ages?", "SELECT agee FROM singer", "EXECUTION_ERROR", "no such column: agee",
+                         database="concert", db_path=concert)
+    rewards = []
+    for name, same_process in (("a", True), ("b", False)):
+        path = tmp_path / f"{name}.db"
+        with Memory.open(path, encoder="hashing") as memory:
+            memory.record(_episode(1, "concert", "SELECT nam FROM singer", "no such column: nam",
+                                   "SELECT name FROM singer"))
+            recall = memory.recall(failure, query_id="q5", scope="same", position=3)
+            assert recall.injected
+            audited = memory.audit.get(recall.id)
+            assert audited["injected_tokens"] == (len(recall.text) + 3) // 4 != audited["payload_tokens"]
+            assert audited["lead_id"] == recall.positives[0].id
+            if same_process:
+                rewards.append(memory.feedback(recall.id, accepted=True, verified=True))
+                continue
+        with Memory.open(path, encoder="hashing") as other:      # a second process: nothing open here
+            rewards.append(other.feedback(recall.id, accepted=True, verified=True))
+            assert other.audit.get(recall.id)["reward"] == pytest.approx(rewards[-1])
+            with pytest.raises(InvalidInputError, match="already has its feedback"):
+                other.feedback(recall.id, accepted=True)
+    assert rewards[0] == pytest.approx(rewards[1])

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
 from ..sqlite_wal import connect_wal, write_transaction
-from ..check import check_number
+from ..check import check_int, check_number
 from ..errors import InvalidInputError, StoreError
 from .actions import ACTIONS, INJECTING, Action, Payload
 from .features import FEATURE_NAMES, validate
@@ -30,7 +30,8 @@ from .policies import Decision
 from .reward import Feedback
 
 APPLICATION_ID = 0x52504741  # "RPGA": a repairmem gate audit log
-SCHEMA_VERSION = 2     # 2: 18 features (schema compatibility, error line), session and ask resolution columns
+SCHEMA_VERSION = 3     # 2: 18 features (schema compatibility, error line), session and ask resolution columns;
+                       # 3: lead_id and injected_tokens (what feedback from another process needs)
 SCHEMA = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE decisions (
@@ -50,7 +51,9 @@ SCHEMA = [
         payload_tokens INTEGER NOT NULL,
         reason TEXT NOT NULL,
         session TEXT NOT NULL DEFAULT '',
-        resolution TEXT NOT NULL DEFAULT '')""",
+        resolution TEXT NOT NULL DEFAULT '',
+        lead_id INTEGER,
+        injected_tokens INTEGER)""",
     """CREATE TABLE rewards (
         decision_id TEXT PRIMARY KEY REFERENCES decisions(decision_id),
         reward REAL NOT NULL,
@@ -137,7 +140,11 @@ class AuditLog:
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: audit schema version {version} is newer than this repairmem "
                                  f"supports ({SCHEMA_VERSION}); upgrade repairmem")
-            if version < SCHEMA_VERSION:
+            if version == 2:       # additive: rows decided before keep NULL (unknown lead; payload tokens)
+                db.execute("ALTER TABLE decisions ADD COLUMN lead_id INTEGER")
+                db.execute("ALTER TABLE decisions ADD COLUMN injected_tokens INTEGER")
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            elif version < SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: audit schema version {version} records 16 "
                                  f"features; this repairmem writes version {SCHEMA_VERSION} "
                                  f"({len(FEATURE_NAMES)} features): start a new audit log")
@@ -146,7 +153,8 @@ class AuditLog:
 
     def record_decision(self, decision: Decision, *, query_id: str, candidates: Sequence[tuple[int, float]],
                         payload: Payload, decision_id: str | None = None, reason: str | None = None,
-                        session: str = "", resolution: str = "") -> str:
+                        session: str = "", resolution: str = "", lead_id: int | None = None,
+                        injected_tokens: int | None = None) -> str:
         """Store one decision (one transaction); return its id (``d<row>`` unless given)."""
         if not isinstance(decision, Decision):
             raise InvalidInputError(f"record_decision needs a Decision, got {type(decision).__name__}")
@@ -172,12 +180,17 @@ class AuditLog:
         if not isinstance(session, str) or resolution not in ("", "confirmed", "declined", "unanswered"):
             raise InvalidInputError(f"decision for query {query_id}: session must be a string and resolution one "
                                     f"of confirmed, declined, unanswered (got {session!r}, {resolution!r})")
+        if lead_id is not None:
+            lead_id = check_int(lead_id, "lead_id", where=f"decision for query {query_id}")
+        injected_tokens = check_int(payload.tokens if injected_tokens is None else injected_tokens,
+                                    "injected_tokens", low=0, where=f"decision for query {query_id}")
         reason = reason if reason is not None else decision_reason(decision, payload)
         row = (query_id, decision.policy, action.value, float(p), int(decision.override),
                json.dumps(decision.override_reasons()),
                json.dumps({a.value: _finite_or_none(s) for a, s in zip(ACTIONS, decision.scores)}),
                json.dumps(features), json.dumps(cand_ids), json.dumps(cand_scores),
-               json.dumps(list(payload.memory_ids)), int(payload.tokens), reason, session, resolution)
+               json.dumps(list(payload.memory_ids)), int(payload.tokens), reason, session, resolution,
+               lead_id, injected_tokens)
         with self._write() as db:
             if decision_id is None:
                 next_id = db.execute("SELECT coalesce(max(id), 0) + 1 FROM decisions").fetchone()[0]
@@ -186,8 +199,8 @@ class AuditLog:
                 raise InvalidInputError(f"{self.path}: decision {decision_id} is already recorded")
             db.execute("INSERT INTO decisions (decision_id, query_id, policy, action, propensity, override, "
                        "override_checks, scores, features, candidate_ids, candidate_scores, payload_ids, "
-                       "payload_tokens, reason, session, resolution) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "payload_tokens, reason, session, resolution, lead_id, injected_tokens) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (decision_id, *row))
         return decision_id
 
@@ -225,12 +238,13 @@ class AuditLog:
 
     _COLUMNS = ("decision_id", "query_id", "policy", "action", "propensity", "override", "override_checks",
                 "scores", "features", "candidate_ids", "candidate_scores", "payload_ids", "payload_tokens",
-                "reason", "session", "resolution", "reward", "reward_source", "feedback")
+                "reason", "session", "resolution", "lead_id", "injected_tokens", "reward", "reward_source",
+                "feedback")
 
     def _rows(self, where: str = "", args: tuple = ()) -> Iterator[dict[str, Any]]:
         sql = ("SELECT d.decision_id, d.query_id, d.policy, d.action, d.propensity, d.override, d.override_checks, "
                "d.scores, d.features, d.candidate_ids, d.candidate_scores, d.payload_ids, d.payload_tokens, "
-               "d.reason, d.session, d.resolution, r.reward, r.source, r.feedback FROM decisions d LEFT JOIN rewards r "
+               "d.reason, d.session, d.resolution, d.lead_id, coalesce(d.injected_tokens, d.payload_tokens), r.reward, r.source, r.feedback FROM decisions d LEFT JOIN rewards r "
                f"ON r.decision_id = d.decision_id {where} ORDER BY d.id")
         for row in self._db.execute(sql, args):
             rec = dict(zip(self._COLUMNS, row))
@@ -289,7 +303,9 @@ class AuditLog:
             "session": rec["session"], "resolution": rec["resolution"],
             "override_checks": rec["override_checks"], "reason": rec["reason"],
             "features": dict(zip(FEATURE_NAMES, rec["features"])), "scores": rec["scores"],
-            "payload": {"memory_ids": rec["payload_ids"], "tokens": rec["payload_tokens"]},
+            "payload": {"memory_ids": rec["payload_ids"], "tokens": rec["payload_tokens"],
+                        "tokens_in_prompt": rec["injected_tokens"]},
+            "lead_id": rec["lead_id"],
             "candidates": candidates,
             "reward": None if rec["reward"] is None else {"value": rec["reward"], "source": rec["reward_source"],
                                                           "feedback": rec["feedback"]},

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -28,10 +29,10 @@ from typing import Callable, Mapping, Sequence
 from ..errors import InvalidInputError
 from ..files import write_atomic
 from ..types import Counters, MemoryVariant
-from .actions import Action, Payload, estimate_tokens, render, render_resolution
-from .audit import AuditLog
+from .actions import ACTIONS, Action, Payload, estimate_tokens, render, render_resolution
+from .audit import AuditLog, UnknownDecisionError
 from .features import FeatureExtractor, QueryProfile
-from .policies import CorruptStateError, Decision, Policy, make_policy, save_policy
+from .policies import OVERRIDE_CHECKS, CorruptStateError, Decision, Policy, make_policy, save_policy
 from .reward import Feedback, RewardConfig, reward
 
 Confirm = Callable[[MemoryVariant], "bool | None"]
@@ -47,6 +48,7 @@ class GateResult:
     resolution: str = ""       # ask_feedback only: confirmed | declined | unanswered
     lead_id: int | None = None  # the candidate the gate's evidence order put first
     rewarded: bool = False      # set once its feedback has been taken
+    tokens: int | None = None   # tokens of what reached the prompt (``decide``'s ``inject``); None: the payload's
 
     @property
     def injected(self) -> bool:
@@ -118,11 +120,15 @@ class Gate:
         self.sessions: dict[str, int] = {}
 
     def decide(self, profile: QueryProfile, candidates: Sequence, *, session: str = "",
-               confirm: Confirm | None = None, truth: Sequence[float] | None = None) -> GateResult:
+               confirm: Confirm | None = None, truth: Sequence[float] | None = None,
+               inject: Callable[[Payload], int] | None = None) -> GateResult:
         """Decide for ``profile`` over ``candidates`` (retrieval order); build and record the payload.
 
         ``session``: the episode the call belongs to (its rejections so far enter the features).
         ``truth``: per-action rewards, only for policies that need them (the oracle upper bound).
+        ``inject``: when the caller renders the payload itself (``Memory``'s SQL blocks), the tokens
+        of what it will put in the prompt; the audit records them, so feedback sent later from
+        another process charges the same cost (default: the payload's own tokens).
         """
         profile = replace(profile, session_rejections=self.sessions.get(session, 0))
         x = self.extractor.extract(profile, candidates, counters=self.ledger)
@@ -145,13 +151,45 @@ class Gate:
         if payload.tokens > profile.token_budget:
             payload = Payload(payload.action, "", 0, (), f"over budget: {payload.tokens} tokens > "
                                                           f"{profile.token_budget} remaining")
+        injected_tokens = payload.tokens if inject is None else inject(payload)
+        lead_id = int(memories[0].id) if memories else None
         decision_id = None
         if self.audit is not None:
             decision_id = self.audit.record_decision(decision, query_id=profile.query_id,
                                                      candidates=[(_memory(c).id, _score(c)) for c in candidates],
-                                                     payload=payload, session=session, resolution=resolution)
-        return GateResult(decision_id, decision, payload, tuple(candidates), session, resolution,
-                          memories[0].id if memories else None)
+                                                     payload=payload, session=session, resolution=resolution,
+                                                     lead_id=lead_id, injected_tokens=injected_tokens)
+        return GateResult(decision_id, decision, payload, tuple(candidates), session, resolution, lead_id,
+                          tokens=injected_tokens)
+
+    def reopen(self, decision_id: str) -> GateResult:
+        """The result of an audited decision that has no reward yet, rebuilt from the audit log, so
+        feedback can come from another process (a CLI call, an MCP request) than the one that decided.
+        Its payload text is a placeholder: only its memory ids and tokens are kept."""
+        where = f"recall {decision_id!r}"
+        if self.audit is None:
+            raise InvalidInputError(f"{where} is not open here, and without an audit log there is no record of it")
+        try:
+            rec = self.audit.get(decision_id)
+        except UnknownDecisionError:
+            raise InvalidInputError(f"{where}: no such recall in the audit log {self.audit.path}") from None
+        if rec["reward"] is not None:
+            raise InvalidInputError(f"{where} already has its feedback (reward {rec['reward']:.4g} from "
+                                    f"{rec['reward_source']})")
+        if rec["policy"] != self.policy.name:
+            raise InvalidInputError(f"{where} was decided by the {rec['policy']} policy; this gate runs "
+                                    f"{self.policy.name}")
+        action = Action.parse(rec["action"])
+        scores = tuple(-math.inf if rec["scores"].get(a.value) is None else float(rec["scores"][a.value])
+                       for a in ACTIONS)
+        override = sum(1 << OVERRIDE_CHECKS.index(n) for n in rec["override_checks"] if n in OVERRIDE_CHECKS)
+        decision = Decision(ACTIONS.index(action), scores, float(rec["propensity"]), list(rec["features"]),
+                            rec["policy"], override)
+        ids = tuple(int(i) for i in rec["payload_ids"])
+        payload = Payload(action, f"(payload of decision {decision_id})" if ids else "",
+                          int(rec["payload_tokens"]), ids, "")
+        return GateResult(decision_id, decision, payload, tuple(zip(rec["candidate_ids"], rec["candidate_scores"])),
+                          rec["session"], rec["resolution"], rec["lead_id"], tokens=int(rec["injected_tokens"]))
 
     def check_feedback(self, result: GateResult, feedback: Feedback) -> None:
         """``InvalidInputError`` unless ``feedback`` can describe what ``result`` did."""
