@@ -131,7 +131,7 @@ def test_resume_refuses_another_configuration_and_a_second_run_without_resume(tm
         run(other, tmp_path / "out", resume=True, model=ReplayModel(cassette), show_progress=False, log=lambda s: None)
 
 
-def test_a_resumed_run_counts_its_recorded_episodes_as_done(tmp_path, capsys):
+def test_a_resumed_run_counts_its_recorded_episodes_as_done(tmp_path, capsys, monkeypatch):
     data = build_mini_spider(tmp_path / "spider")
     cassette = tmp_path / "cassette.jsonl"
     config = RunConfig("spider", str(data), ("iterative",), (0,), model="replay:x", options=LoopOptions(budget=1))
@@ -143,11 +143,17 @@ def test_a_resumed_run_counts_its_recorded_episodes_as_done(tmp_path, capsys):
     records.write_text("".join(lines[:kept]))   # as if killed two episodes before the end
     capsys.readouterr()
     run(config, out, resume=True, model=ReplayModel(cassette), log=lambda s: None)
-    shown = [s for s in capsys.readouterr().err.split("\r") if s.strip()]
+    assert capsys.readouterr().err == ""          # stderr is not a terminal: no progress bar
+    records.write_text("".join(lines[:kept]))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)      # as on a terminal
+    run(config, out, resume=True, model=ReplayModel(cassette), log=lambda s: None)
+    shown = [s.strip() for s in capsys.readouterr().err.split("\r") if s.strip()]
     initial = [s for s in shown if s.startswith("initial predictions:")]
-    assert initial[-1].startswith(f"initial predictions: {total}/{total} episodes, ETA unknown")   # all cached
-    repair = [s.strip() for s in shown if s.startswith("repair:")]
-    assert [s.split(",")[0] for s in repair] == [f"repair: {n}/{total} episodes" for n in (kept, kept + 1, total)]
+    assert initial[-1].startswith(f"initial predictions: {total}/{total} episodes") and "ETA unknown" in initial[-1]
+    repair = [s for s in shown if s.startswith("repair:")]
+    repair = [s for s in repair if not s.startswith(f"repair: 0/{total} ")]          # the empty bar
+    counts = list(dict.fromkeys(s.split(" |")[0] for s in repair))       # the recorded ones count at once
+    assert counts == [f"repair: {n}/{total} episodes" for n in (kept, kept + 1, total)]
     assert "ETA unknown" in repair[0] and "ETA 0.0 min" in repair[-1]
 
 

@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from tqdm import tqdm
+
 from ..agents.sql_repair import LoopOptions, finalized_episode, method as get_method, run_episode
 from ..gate import AuditLog, Gate, Ledger, make_policy
 from ..gate.gate import load_gate_state, save_gate_state
@@ -86,24 +88,28 @@ def stream_order(dataset: Dataset, seed: int) -> list:
 
 
 class Progress:
-    """One stderr line with done/total, ETA, calls/s and tokens/s (thread-safe).
+    """A tqdm bar on stderr with done/total, ETA, calls/s and tokens/s (thread-safe); silent when
+    stderr is not a terminal (a background run's log stays readable) or when disabled.
 
     Episodes a resumed run finds already recorded count as done but not towards the rates, so the
     ETA of a resumed run is the remaining work at this process's own pace.
     """
 
     def __init__(self, total: int, label: str, enabled: bool = True) -> None:
-        self.total, self.label, self.enabled = total, label, enabled
+        self.total, self.label = total, label
         self.done = self.resumed = self.calls = self.tokens = 0
         self.start = time.monotonic()
         self.lock = threading.Lock()
+        self.bar = tqdm(total=total, desc=label, file=sys.stderr, dynamic_ncols=True,
+                        disable=None if enabled else True, mininterval=0, miniters=1,
+                        bar_format="{desc}: {n_fmt}/{total_fmt} episodes |{bar}|{postfix}")
 
     def skip(self, n: int = 1) -> None:
         """Count ``n`` episodes finished by an earlier process."""
         with self.lock:
             self.done += n
             self.resumed += n
-            self._show()
+            self._show(n)
 
     def add(self, record: dict[str, Any]) -> None:
         with self.lock:
@@ -116,21 +122,18 @@ class Progress:
     def tick(self) -> None:
         with self.lock:
             self.done += 1
-            self._show()
+            self._show(1)
 
-    def _show(self) -> None:
-        if not self.enabled:
-            return
+    def _show(self, n: int) -> None:
         elapsed = max(time.monotonic() - self.start, 1e-9)
         fresh = self.done - self.resumed
         eta = f"{elapsed / fresh * (self.total - self.done) / 60:.1f} min" if fresh else "unknown"
-        print(f"\r{self.label}: {self.done}/{self.total} episodes, ETA {eta}, "
-              f"{self.calls / elapsed:.2f} calls/s, {self.tokens / elapsed:.0f} tokens/s",
-              end="", file=sys.stderr, flush=True)
+        self.bar.set_postfix_str(f"ETA {eta}, {self.calls / elapsed:.2f} calls/s, "
+                                 f"{self.tokens / elapsed:.0f} tokens/s", refresh=False)
+        self.bar.update(n)
 
     def close(self) -> None:
-        if self.enabled:
-            print(file=sys.stderr, flush=True)
+        self.bar.close()
 
 
 def _differences(old, new, prefix: str = "") -> list[str]:
