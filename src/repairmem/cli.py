@@ -492,7 +492,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--encoder", default="default")
     p.add_argument("--task-ids", help="comma-separated subset of task ids")
     p.add_argument("--max-steps", type=int, default=20)
-    p.add_argument("--sandbox", choices=["auto", "bwrap", "none"], default="auto")
+    p.add_argument("--sandbox", choices=["bwrap", "none"], default="bwrap",
+                   help="bwrap (default; an error when bubblewrap cannot run here) or none: run the "
+                        "model's commands unconfined in a scratch directory, only when asked for")
     p.add_argument("--keep-workspaces", action="store_true")
     p.add_argument("--threads", type=int)
     p = command(agent, "report", cmd_agent_report, "pass@k table, per-task outcomes, steps and tokens of agent runs")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -122,7 +124,7 @@ def comparable(record: dict) -> dict:
 
 
 def attempt(task_dir: Path, model, **kw) -> dict:
-    return run_attempt(load_task(task_dir), model, **kw)
+    return run_attempt(load_task(task_dir), model, **{"sandbox": "none", **kw})
 
 
 # ----------------------------------------------------------------------------- one attempt
@@ -245,13 +247,13 @@ def test_every_step_rung_retrieves_from_step_0(tmp_path, tasks_dir):
 
 def test_environment_is_scrubbed_and_workspace_removed(tmp_path, tasks_dir, monkeypatch):
     monkeypatch.setenv("SECRET_TOKEN", "do-not-leak")
-    with Workspace(load_task(tasks_dir / "make-done")) as ws:
+    with Workspace(load_task(tasks_dir / "make-done"), sandbox="none") as ws:
         result = ws.run("env; pwd; cat readme.txt")
         root = ws.root
     assert "do-not-leak" not in result.output and f"HOME={root}/home" in result.output
     assert f"{root}/work" in result.output and "ready" in result.output
     assert not root.exists()
-    with Workspace(load_task(tasks_dir / "make-done"), keep=True) as kept:
+    with Workspace(load_task(tasks_dir / "make-done"), keep=True, sandbox="none") as kept:
         pass
     assert kept.root.exists()
     shutil.rmtree(kept.root)
@@ -270,6 +272,21 @@ def test_bwrap_sandbox_has_no_network_and_a_read_only_host(tasks_dir):
         assert ws.run("echo ok > done.txt").exit_code == 0
         assert ws.run(f"ls {tasks_dir}/make-done").output.strip() == ""
         assert ws.verify().passed
+
+
+@pytest.mark.skipif(bwrap_works()[0], reason="bubblewrap works here: the refusal needs a machine without it")
+def test_agent_run_refuses_model_commands_without_a_sandbox_unless_asked(tmp_path, tasks_dir):
+    """Without bubblewrap, `agent run` stops before any model is loaded or command run, and says how
+    to install it; `--sandbox none` is the explicit way to run unconfined."""
+    argv = [sys.executable, "-m", "repairmem", "agent", "run", "--tasks", str(tasks_dir), "--model", "replay:none",
+            "--memory", "none", "--out", str(tmp_path / "run"), "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    error = json.loads(done.stdout)["error"]
+    assert "no sandbox" in error and "apt-get install bubblewrap" in error and "--sandbox none" in error
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(InvalidInputError, match="no sandbox"):
+        Workspace(load_task(tasks_dir / "make-done"))
 
 
 # ----------------------------------------------------------------------------- runs

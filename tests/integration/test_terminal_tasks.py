@@ -37,9 +37,9 @@ def test_suite_folder_has_only_task_folders():
 @pytest.mark.skipif(not all(shutil.which(tool) for tool in TOOLS), reason=f"needs {', '.join(TOOLS)}")
 @pytest.mark.parametrize("task", TASKS, ids=[t.task_id for t in TASKS])
 def test_reference_solution_passes_and_doing_nothing_fails(task):
-    with Workspace(task) as untouched:
+    with Workspace(task, sandbox="none") as untouched:
         assert not untouched.verify().passed, f"{task.task_id}: the verifier accepts the untouched workspace"
-    with Workspace(task) as ws:
+    with Workspace(task, sandbox="none") as ws:
         solution = ws.run_solution()
         assert solution.exit_code == 0, f"{task.task_id}: solution.sh failed:\n{solution.output}"
         verdict = ws.verify()

@@ -46,7 +46,7 @@ from typing import Sequence
 from ..errors import InvalidInputError, RepairmemError
 from .tasks import TaskSpec
 
-SANDBOXES = ("auto", "bwrap", "none")
+SANDBOXES = ("bwrap", "none")
 TIMEOUT_EXIT_CODE = 124
 SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
@@ -180,7 +180,8 @@ def bwrap_works() -> tuple[bool, str]:
 
 
 def choose_sandbox(sandbox: str) -> str:
-    """``auto`` → ``bwrap`` when it works, else ``none``; ``bwrap`` fails loudly when it does not."""
+    """``bwrap`` when it works here; ``none`` only when asked for by name. Model-written commands never
+    run unconfined because a sandbox happened to be missing."""
     if sandbox not in SANDBOXES:
         raise InvalidInputError(f"sandbox must be one of {SANDBOXES}, got {sandbox!r}")
     if sandbox == "none":
@@ -188,9 +189,9 @@ def choose_sandbox(sandbox: str) -> str:
     ok, detail = bwrap_works()
     if ok:
         return "bwrap"
-    if sandbox == "bwrap":
-        raise InvalidInputError(f"sandbox 'bwrap' requested but {detail}; install bubblewrap or use sandbox 'none'")
-    return "none"
+    raise InvalidInputError(f"no sandbox for model-written commands: {detail}. Install bubblewrap "
+                            "(Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), or "
+                            "pass --sandbox none (sandbox='none') to run them unconfined in a scratch directory")
 
 
 def scrubbed_env(root: Path, path_dirs: Sequence[str] | None = None) -> dict[str, str]:
@@ -225,12 +226,12 @@ class Verification:
 class Workspace:
     """A fresh workspace for one attempt at ``task`` (module doc). Use as a context manager.
 
-    ``sandbox``: ``auto`` (bwrap when it works), ``bwrap`` (required) or ``none``.
+    ``sandbox``: ``bwrap`` (required: an error when it cannot run here) or ``none`` (asked for by name).
     ``base_dir``: where the temporary folder is made (default: the system temp folder).
     ``path_dirs``: folders put before the system ones on PATH (default: the running Python's).
     """
 
-    def __init__(self, task: TaskSpec, *, keep: bool = False, sandbox: str = "auto",
+    def __init__(self, task: TaskSpec, *, keep: bool = False, sandbox: str = "bwrap",
                  base_dir: str | Path | None = None, path_dirs: Sequence[str] | None = None) -> None:
         self.task = task
         self.keep = keep

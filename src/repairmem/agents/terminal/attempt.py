@@ -45,7 +45,7 @@ def decoding_for(config: AgentConfig, task_id: str, attempt_pass: int, t: int) -
 
 def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LADDER["none"],
                 experience: Experience | None = None, position: int = 0, config: AgentConfig = AgentConfig(),
-                veto: Callable[[Hint], bool] = allow_hint, sandbox: str = "auto", keep_workspace: bool = False,
+                veto: Callable[[Hint], bool] = allow_hint, sandbox: str = "bwrap", keep_workspace: bool = False,
                 attempt_pass: int = 1, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """Run one attempt at ``task`` (pass ``attempt_pass``, which sets the decoding: ``decoding_for``)
     and return its record (module doc, "One attempt"). Hints come from ``experience`` as the run's

@@ -57,7 +57,7 @@ class AgentRunConfig:
     task_ids: tuple[str, ...] | None = None
     encoder: str = "default"
     agent: AgentConfig = field(default_factory=AgentConfig)
-    sandbox: str = "auto"
+    sandbox: str = "bwrap"
 
     def __post_init__(self) -> None:
         setting = memory_setting(self.memory)
@@ -102,6 +102,7 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
     """
     out_dir = Path(out_dir)
     setting = memory_setting(config.memory)
+    choose_sandbox(config.sandbox)          # no sandbox, no run: checked before anything is written
     tasks = load_tasks(config.tasks_dir, config.task_ids)
     hashes = {t.task_id: t.content_hash() for t in tasks}
     meta_file = out_dir / RUN_FILE
@@ -214,7 +215,7 @@ def _gate(policy: str, out_dir: Path, records: list[dict]) -> Gate:
 
 def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, passes: int = 1,
                    seed_from: str | None = None, encoder: str = "default",
-                   task_ids: Sequence[str] | None = None, max_steps: int = 20, sandbox: str = "auto",
+                   task_ids: Sequence[str] | None = None, max_steps: int = 20, sandbox: str = "bwrap",
                    keep_workspaces: bool = False, threads: int | None = None, n_ctx: int = 16384,
                    json_out: bool = False) -> int:
     """``repairmem agent run``: run or resume, then print the report. ``tasks`` None = bundled suite.
