@@ -1,4 +1,5 @@
-"""Untrusted text made inert before it enters a prompt (``untrusted``).
+"""Untrusted text made inert: before it enters a prompt (``untrusted``), before it reaches a terminal
+(``printable``).
 
 Untrusted is every text the project did not write: retrieved memory, model output, command and
 DBMS output, database values, questions and task files. Every renderer passes it through
@@ -42,3 +43,15 @@ def untrusted(text: str, *, own_turn: bool = False) -> str:
     text = _ANSWER_TAG.sub(lambda m: f"[{m.group(1)}answer]", text)
     return _HEADER.sub(lambda m: m.group(1) + "\\#", text)
 
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: every control character but newline and tab (C0, DEL,
+    C1, so ESC and CSI) is shown as its ``\\uXXXX`` escape instead of acting on the terminal.
+
+    JSON output stays valid and means the same (its strings escape C0 already; ``\\u009b`` is the
+    same string as a raw CSI).
+    """
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)

@@ -28,7 +28,7 @@ from repairmem.sql.prompts import (
     render_memory,
     repair_prompt,
 )
-from repairmem.untrusted import untrusted
+from repairmem.untrusted import printable, untrusted
 
 TOKEN = re.compile(r"<[|｜]|[|｜]>|</?tool_(?:call|response)>")
 DELIMITER = re.compile(r"<{3,}|>{3,}|<\s*/?\s*answer\s*>", re.IGNORECASE)
@@ -195,3 +195,8 @@ def test_the_question_samples_and_evidence_are_escaped_too():
     for text in (prompt, initial_prompt(question=ROLE_SWITCH, schema="CREATE TABLE t (a)", evidence=ROLE_SWITCH)):
         assert "<|" not in text and "|>" not in text
 
+
+def test_printable_shows_control_characters_instead_of_sending_them():
+    assert printable("a\x1b[2J\x1b]0;title\x07\x9b31m\r\x7fz\n\tok") == \
+        "a\\u001b[2J\\u001b]0;title\\u0007\\u009b31m\\u000d\\u007fz\n\tok"
+    assert printable("plain text, ünïcode ‹|› and\ttabs\n") == "plain text, ünïcode ‹|› and\ttabs\n"
