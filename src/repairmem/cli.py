@@ -1,4 +1,7 @@
-"""The ``repairmem`` command line. ``--json`` prints machine-readable output; errors exit with 2."""
+"""The ``repairmem`` command line. ``--json`` prints machine-readable output; errors exit with 2.
+
+Everything printed goes through ``untrusted.printable``: stored text (memories, database values,
+error messages) cannot drive the terminal with escape codes."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from typing import Any, Callable
 
 from .errors import RepairmemError
 from .types import Attempt, Episode, MemoryVariant, Outcome, Polarity, Scope, memory_from_episode
+from .untrusted import printable
 
 
 def _jsonable(obj: Any) -> Any:
@@ -34,7 +38,7 @@ def _jsonable(obj: Any) -> Any:
 
 
 def _emit(args: argparse.Namespace, payload: Any, text: Callable[[], str]) -> None:
-    print(json.dumps(_jsonable(payload), indent=2, ensure_ascii=False) if args.json else text())
+    print(printable(json.dumps(_jsonable(payload), indent=2, ensure_ascii=False) if args.json else text()))
 
 
 def _describe(m: MemoryVariant) -> str:
@@ -177,8 +181,8 @@ def _memory_verb(verb: str):
                 out = service.VERBS[verb](memory, parsed)
         except RepairmemError as exc:
             if args.json:
-                print(json.dumps({"error": str(exc)}, ensure_ascii=False))
-            print(f"repairmem: error: {exc}", file=sys.stderr)
+                print(printable(json.dumps({"error": str(exc)}, ensure_ascii=False)))
+            print(printable(f"repairmem: error: {exc}"), file=sys.stderr)
             return 2
         _emit(args, out, lambda: _human(verb, out))
         return 0
@@ -523,8 +527,8 @@ def main(argv: list[str] | None = None) -> int:
         code = args.func(args)
     except RepairmemError as exc:
         if getattr(args, "json", False):         # --json: the error is JSON on stdout too, same exit code
-            print(json.dumps({"error": str(exc), "kind": type(exc).__name__}, ensure_ascii=False))
-        print(f"repairmem: error: {exc}", file=sys.stderr)
+            print(printable(json.dumps({"error": str(exc), "kind": type(exc).__name__}, ensure_ascii=False)))
+        print(printable(f"repairmem: error: {exc}"), file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

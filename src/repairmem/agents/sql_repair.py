@@ -39,6 +39,7 @@ from ..sql.hints import lesson, repeats_failed_direction
 from ..sql.schema import database_identifiers
 from ..sql.execute import execute_readonly
 from ..types import Attempt, Episode, Outcome, Polarity, memory_from_episode, normalize_sql
+from ..untrusted import untrusted
 
 BOTH = (Polarity.POSITIVE, Polarity.NEGATIVE)
 
@@ -325,12 +326,12 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
 
     def call(render, purpose: str, version: str, config: GenerationConfig, memories: Sequence = ()) -> ChatResult:
         """Audit and send ``render(compaction)``, compacting one level further each time it does not fit."""
-        own = [a.sql for a in attempts] + reflections
+        own = [untrusted(t) for t in (*(a.sql for a in attempts), *reflections)]   # as the prompt shows them
         for compaction in range(COMPACTION_LEVELS + 1):
             prompt = render(compaction)
             coincide = env.audit(prompt, f"{where} step {len(attempts)} {purpose}", position=position,
                                  memories=memories, own_texts=own + [t[:CLIP_CHARS] for t in own],
-                                 database_texts=[shown_samples])
+                                 database_texts=[untrusted(shown_samples)])
             try:
                 result = model.chat([Message("user", prompt)], config)
             except ContextWindowError as exc:

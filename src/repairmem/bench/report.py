@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence, TextIO
 
 from .. import __version__
 from ..check import check_int
+from ..untrusted import printable
 from .gating import gate_blocks, gate_metrics
 from .metrics import ABLATIONS, Run, load_run, method_label, run_metrics
 from .stats import compare_methods
@@ -531,7 +532,7 @@ def main_report(run_dir: str, *, json_out: bool = False, out_dir: str | None = N
     """
     stdout = stdout or sys.stdout
     paths = write_report(run_dir, out_dir, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
-    print(paths.metrics.read_text(encoding="utf-8") if json_out else paths.markdown.read_text(encoding="utf-8"),
+    print(printable(paths.metrics.read_text(encoding="utf-8") if json_out else paths.markdown.read_text(encoding="utf-8")),
           end="", file=stdout)
     if not json_out:
         print(f"\nreport written to {paths.out_dir} (report.md, report.html, metrics.json, "

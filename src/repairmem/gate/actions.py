@@ -19,8 +19,8 @@ ask_feedback                no        nothing yet; the question to put to the us
 "First" is in the order the caller passes: the gate's evidence order (its lead candidate first,
 ``features.FeatureExtractor.ordered``), or the retrieval order for the static baselines.
 Memory is untrusted text: it is escaped and delimited as everywhere else in repairmem
-(``untrusted.untrusted``: no block delimiters, no chat control tokens). Token cost is
-``estimate_tokens`` of the payload text.
+(``untrusted.untrusted``: no chat-template tokens, block delimiters or section headers), in the
+payload and in the question of ``ask_feedback``. Token cost is ``estimate_tokens`` of the payload text.
 """
 
 from __future__ import annotations
@@ -144,8 +144,8 @@ def render(action: Action | str, memories: Sequence[MemoryVariant], *, note: str
     if action not in INJECTING or not memories:
         if action is Action.ASK_FEEDBACK and memories and not note:
             m = memories[0]
-            note = (f"Is this the same cause as memory #{m.id} ({m.failure_type} / {_root(m)}), "
-                    f"whose fix was: {m.after}?")
+            note = untrusted(f"Is this the same cause as memory #{m.id} ({m.failure_type} / {_root(m)}), "
+                             f"whose fix was: {m.after}?")
         return Payload(action, "", 0, (), note or ("no candidates" if action in INJECTING else ""))
     if action is Action.TOP1_RESOLUTION:
         chosen = list(memories[:1])

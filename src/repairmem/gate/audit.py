@@ -24,6 +24,7 @@ from typing import Any, Iterator, Sequence, TextIO
 from ..sqlite_wal import connect_wal, write_transaction
 from ..check import check_int, check_number
 from ..errors import InvalidInputError, StoreError
+from ..untrusted import printable
 from .actions import ACTIONS, INJECTING, Action, Payload
 from .features import FEATURE_NAMES, validate
 from .policies import Decision
@@ -336,5 +337,5 @@ def gate_explain_main(decision_id: str, *, audit_path: str, json_out: bool = Fal
     stdout = stdout or sys.stdout
     with AuditLog(audit_path, create=False) as log:
         info = log.explain(decision_id)
-    print(json.dumps(info, indent=2) if json_out else format_explanation(info), file=stdout)
+    print(printable(json.dumps(info, indent=2) if json_out else format_explanation(info)), file=stdout)
     return 0

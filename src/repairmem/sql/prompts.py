@@ -12,10 +12,11 @@ Two layouts of the repair prompt, both with the same fields:
   history (which only grows within an episode), then memories and the current failure. Consecutive
   calls of one episode then share the longest possible prefix, which llama.cpp keeps evaluated.
 
-Retrieved memory, model output and DBMS text are untrusted: chat-template control tokens
-(``<|im_end|>`` …) are escaped everywhere they appear, and memory is rendered inside ``<<<MEMORY n>>>`` …
-``<<<END MEMORY n>>>`` blocks after escaping anything that looks like a block delimiter or an
-``<answer>`` tag, so stored text can neither close its block nor pose as the answer.
+Every field but the template's own text is untrusted (retrieved memory, model output, DBMS text,
+database values, the question) and goes through ``untrusted.untrusted``: it can spell no
+chat-template token, no block delimiter or ``<answer>`` tag and no ``###`` section header, so it
+can neither switch roles, close its ``<<<MEMORY n>>>`` block, pose as the answer nor open a
+section. Memory is rendered inside ``<<<MEMORY n>>>`` … ``<<<END MEMORY n>>>`` blocks.
 """
 
 from __future__ import annotations
@@ -152,16 +153,18 @@ def render_history(attempts: Sequence[AttemptView], compaction: int = 0) -> str:
 
 
 def _evidence_block(evidence: str) -> str:
-    return f"\n### Evidence\n{evidence}\n" if evidence else ""
+    return f"\n### Evidence\n{untrusted(evidence)}\n" if evidence else ""
 
 
 def initial_prompt(*, question: str, schema: str, evidence: str = "") -> str:
-    return INITIAL_TEMPLATE.format(schema=schema, question=question, evidence_block=_evidence_block(evidence))
+    return INITIAL_TEMPLATE.format(schema=untrusted(schema), question=untrusted(question),
+                                   evidence_block=_evidence_block(evidence))
 
 
 def reflection_prompt(*, question: str, schema: str, history: Sequence[AttemptView], status: str, error: str,
                       failure_type: str, evidence: str = "", compaction: int = 0) -> str:
-    return REFLECTION_TEMPLATE.format(schema=schema, question=question, evidence_block=_evidence_block(evidence),
+    return REFLECTION_TEMPLATE.format(schema=untrusted(schema), question=untrusted(question),
+                                      evidence_block=_evidence_block(evidence),
                                       history=render_history(history, compaction), status=status,
                                       error=untrusted(error) or "(none)", failure_type=failure_type)
 
@@ -186,9 +189,10 @@ def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, 
     if compaction >= 3:
         samples = ""
     sections = {
-        "schema": f"### Database schema\n{schema}" + (f"\n\n### Sample values\n{samples}" if samples else "")
+        "schema": f"### Database schema\n{untrusted(schema)}"
+                  + (f"\n\n### Sample values\n{untrusted(samples)}" if samples else "")
                   + _evidence_block(evidence).rstrip("\n"),
-        "question": f"### Question\n{question}",
+        "question": f"### Question\n{untrusted(question)}",
         "current": (f"### Current SQL\n{untrusted(current_sql)}\n\n### Current feedback\nStatus: {status}\n"
                     f"DBMS error: {untrusted(error) or '(none)'}\nPredicted failure type: {failure_type}"
                     + (f"\n{untrusted(observations)}" if observations else "")),

@@ -22,7 +22,10 @@ Conversation format (``Message`` has only role and content)
     appended in Qwen's ``<tool_call>{json}</tool_call>`` form, which is how Qwen's template
     renders them (a reply that is only the call as fenced JSON is replaced by that form). A command's result is a ``tool`` message (``AgentConfig.tool_result_role``; set
     ``user`` for servers that insist on ``tool_call_id``) holding ``exit code: N`` and the output,
-    bounded per step to ``max_output_bytes`` with a ``[... N bytes truncated ...]`` marker.
+    bounded per step to ``max_output_bytes`` with a ``[... N bytes truncated ...]`` marker. The
+    output, the task's instruction and a tool name the model made up are untrusted text in a turn
+    of their own (``untrusted(text, own_turn=True)``): chat-template tokens are escaped, the rest
+    is shown as it is. The assistant turn is the model's own and is kept as it is.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...llm.protocol import ChatResult, ToolCall
-from ...untrusted import escape_control
+from ...untrusted import untrusted
 
 SYSTEM_PROMPT = ("You are an agent working in a Linux shell. Complete the user's task in the current working "
                  "directory. Call execute_command to run one bash command at a time; you will see its exit code "
@@ -136,7 +139,7 @@ def parse_action(result: ChatResult) -> Action:
             return Action("invalid", source="tool_call",
                           problem="execute_command needs a non-empty string argument 'command'.")
         return Action("invalid", source="tool_call",
-                      problem=f"Unknown tool {name!r}. The tools are execute_command(command) and finish().")
+                      problem=f"Unknown tool {untrusted(name, own_turn=True)!r}. The tools are execute_command(command) and finish().")
     text = result.text or ""
     m = _CALL_NAME.search(text)
     if m:
@@ -214,7 +217,7 @@ def render_observation(command_result: Any, source: str) -> str:
     note = "" if source != "code_block" else \
         "\n(note: the command was taken from your code block; call the execute_command tool instead)"
     body = command_result.output if command_result.output.strip() else "(no output)"
-    return f"{head}{note}\n{escape_control(body)}"
+    return f"{head}{note}\n{untrusted(body, own_turn=True)}"
 
 
 def clip(text: str, limit: int, *, one_line: bool = False) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from ...errors import InvalidInputError
 from ...llm.protocol import ChatModel, ChatResult, GenerationConfig, LLMError, Message, ReplayMissError
+from ...untrusted import untrusted
 from ..tasks import TaskSpec
 from ..workspace import Workspace
 from .actions import SYSTEM_PROMPT, TOOLS, assistant_turn, parse_action, reasoning_text, render_observation
@@ -54,7 +55,7 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
         raise InvalidInputError(f"memory {setting.name} needs the agent's Experience (a Memory over its store)")
     start = clock()
     deadline = start + (config.task_timeout_s or task.agent_timeout_s)
-    messages = [Message("system", SYSTEM_PROMPT), Message("user", task.instruction)]
+    messages = [Message("system", SYSTEM_PROMPT), Message("user", untrusted(task.instruction, own_turn=True))]
     steps: list[dict[str, Any]] = []
     totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
     stop_reason, error, idle, last_reasoning = "max_steps", "", 0, ""

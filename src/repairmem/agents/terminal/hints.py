@@ -2,10 +2,10 @@
 
 A hint is retrieved from the agent's experience on the memory store (``experience``) and is
 untrusted text: it is rendered inside ``<<<MEMORY 1>>>`` ... ``<<<END MEMORY 1>>>`` after
-``untrusted.neutralize`` (no block delimiters) and after escaping chat-template control tokens
-(``<|...|>``, ``<tool_call>``), so it can close neither its block nor its message. A
-``veto(hint) -> bool`` hook (default: allow) sees every retrieved hint before it is attached;
-each hint and the decision are logged in the step record.
+``untrusted.untrusted`` (no block delimiters, chat-template tokens or section headers), so it can
+close neither its block nor its message. A ``veto(hint) -> bool`` hook (default: allow) sees
+every retrieved hint before it is attached; each hint and the decision are logged in the step
+record.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from ...errors import InvalidInputError
 from ...files import read_jsonl_lines
+from ...untrusted import printable
 from .config import ATTEMPTS_FILE, RUN_FILE, memory_setting
 
 
@@ -107,7 +108,7 @@ def agent_report_main(run_dirs: str | Sequence[str], json_out: bool = False) -> 
     paths = [run_dirs] if isinstance(run_dirs, str) else list(run_dirs)
     summaries = [summarize(d) for p in paths for d in _run_dirs(Path(p))]
     if json_out:
-        print(json.dumps(summaries if len(summaries) > 1 else summaries[0], indent=2, ensure_ascii=False))
+        print(printable(json.dumps(summaries if len(summaries) > 1 else summaries[0], indent=2, ensure_ascii=False)))
     else:
-        print(format_report(summaries))
+        print(printable(format_report(summaries)))
     return 0
