@@ -56,6 +56,11 @@ def _open(path: str, **kw):
     return open_store(path, **kw)
 
 
+def _read(path: str):
+    """The store of a read-only command: it must exist, and nothing is created or written."""
+    return _open(path, read_only=True)
+
+
 def cmd_memory_import(args):
     from .store import import_jsonl
     with _open(args.store) as store:
@@ -66,14 +71,14 @@ def cmd_memory_import(args):
 
 def cmd_memory_export(args):
     from .store import export_jsonl
-    with _open(args.store) as store:
+    with _read(args.store) as store:
         counts = export_jsonl(store, args.out)
         _emit(args, {"out": args.out, "files": counts},
               lambda: "\n".join(f"{Path(args.out) / name}: {n} memories" for name, n in counts.items()))
 
 
 def cmd_memory_stats(args):
-    with _open(args.store) as store:
+    with _read(args.store) as store:
         stats = store.stats()
         _emit(args, stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
 
@@ -82,7 +87,7 @@ def cmd_memory_candidates(args):
     scope = Scope.parse(args.scope)
     if scope is not Scope.GLOBAL and not args.namespace:
         raise RepairmemError(f"--scope {scope.value} needs --namespace")
-    with _open(args.store) as store:
+    with _read(args.store) as store:
         found = store.candidates(position=args.position, query_id=args.query_id, namespace=args.namespace or "",
                                  scope=scope, polarity=Polarity.parse(args.polarity) if args.polarity else None,
                                  failure_type=args.type)
@@ -95,7 +100,6 @@ def cmd_memory_search(args):
     from .retrieval.encoders import resolve_encoder
     from .retrieval.hybrid import retrieval_config
     from .retrieval.index import MemoryIndex
-    from .retrieval.texts import MemoryEmbedder
     config = retrieval_config(args.method, **({"scope": Scope.parse(args.scope)} if args.scope else {}))
     if config.scope is not Scope.GLOBAL and not args.namespace:
         raise RepairmemError(f"scope {config.scope.value} needs --namespace")
@@ -106,7 +110,7 @@ def cmd_memory_search(args):
         failure = SqlFailure(args.question, args.sql or "", "EXECUTION_ERROR" if args.error else "DENOTATION_MISMATCH",
                              args.error or "", database=args.namespace or "")
     encoder = resolve_encoder(args.encoder)
-    with _open(args.store, embedder=MemoryEmbedder(encoder)) as store:
+    with _read(args.store) as store:            # vectors a stored memory lacks stay in memory
         memory = Memory(store, MemoryIndex(store, encoder), policy=None, retrieval=config)
         recall = memory.recall(failure, query_id=args.query_id, namespace=args.namespace or "",
                                position=args.position, failure_type=args.type)
@@ -177,7 +181,8 @@ def _memory_verb(verb: str):
             parsed = service.parse(verb, request)          # validated before the store is opened
             policy = None if args.policy == "none" else args.policy
             store = args.store if "://" in args.store else Path(args.store).expanduser()
-            with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state) as memory:
+            with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state,
+                             read_only=verb in service.READ_ONLY_VERBS) as memory:
                 out = service.VERBS[verb](memory, parsed)
         except RepairmemError as exc:
             if args.json:

@@ -239,34 +239,40 @@ class Memory:
     @classmethod
     def open(cls, path: str | Path, *, encoder: Any = "default", policy: str | Policy | None = "rscb_mc",
              namespace: str | None = None, retrieval: RetrievalConfig | str | None = None,
-             audit: str | Path | bool = True, state: str | Path | None = None, **options) -> "Memory":
+             audit: str | Path | bool = True, state: str | Path | None = None, read_only: bool = False,
+             **options) -> "Memory":
         """Open (creating) the store at ``path`` (a file, ``":memory:"`` or a ``postgresql://`` URL).
         ``encoder``: a spec (``default``, ``hashing``, ...) or an encoder. With a policy, the gate's
         decisions go to ``STATE.audit.db`` and its learned state to ``STATE.gate.json`` (reloaded on
         the next open), where STATE is ``state`` or, for a file store, the store's own path; a shared
-        PostgreSQL store needs ``state`` (each agent's gate is its own). ``policy=None`` always injects."""
+        PostgreSQL store needs ``state`` (each agent's gate is its own). ``policy=None`` always injects.
+        ``read_only`` (``explain``, ``stats``): the store, and the audit log with a policy, must exist;
+        nothing is created or written, the gate state included."""
         is_url = "://" in str(path)
         if is_url and policy is not None and state is None:
             raise InvalidInputError(f"{_redact(path)}: a gated Memory over a shared store keeps its gate locally; "
                                     "pass state=PATH_PREFIX (e.g. ~/.repairmem/agent1) or policy=None")
         enc = resolve_encoder(encoder) if encoder is None or isinstance(encoder, str) else encoder
-        store = open_store(path, embedder=MemoryEmbedder(enc))
+        store = open_store(path, embedder=MemoryEmbedder(enc), read_only=read_only)
+        log = None
         try:
             in_memory = str(path) == ":memory:"
             if state is not None:
                 state = Path(state).expanduser()
-                state.parent.mkdir(parents=True, exist_ok=True)
+                if not read_only:
+                    state.parent.mkdir(parents=True, exist_ok=True)
             path = state if state is not None else path
             policy_path = None if (in_memory and state is None) or policy is None else Path(f"{path}.gate.json")
             resolved = _resolve_policy(policy, policy_path)
-            log = None
             if resolved is not None and audit:
                 log = AuditLog(":memory:" if in_memory and state is None else f"{path}.audit.db" if audit is True
-                               else audit)
+                               else audit, create=not read_only)
             memory = cls(store, MemoryIndex(store, enc), policy=resolved, retrieval=retrieval, namespace=namespace,
-                         audit=log, policy_path=policy_path, **options)
+                         audit=log, policy_path=None if read_only else policy_path, **options)
         except BaseException:
-            store.close()
+            for thing in (log, store):
+                if thing is not None:
+                    thing.close()
             raise
         memory._owned = [x for x in (store, log) if x is not None]
         return memory

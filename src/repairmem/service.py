@@ -44,7 +44,7 @@ from .gate.reward import Feedback
 from .memory import Memory, SqlFailure, TerminalFailure, diagnose
 from .types import Attempt, Episode, Outcome, Scope
 
-__all__ = ["VERBS", "call", "explain", "feedback", "parse", "record", "recall", "stats"]
+__all__ = ["READ_ONLY_VERBS", "VERBS", "call", "explain", "feedback", "parse", "record", "recall", "stats"]
 
 TERMINAL_FAILURE = {"command": True, "log": True, "task": False, "project": False}
 SQL_FAILURE = {"question": True, "sql": True, "status": True, "error": False, "database": False, "db_path": False}
@@ -355,6 +355,7 @@ def stats(memory: Memory, request: Any = None) -> dict:
 
 
 VERBS = {"recall": recall, "record": record, "feedback": feedback, "explain": explain, "stats": stats}
+READ_ONLY_VERBS = frozenset({"explain", "stats"})   # a caller may open the Memory read-only for these
 
 
 def call(memory: Memory, verb: str, request: Any) -> dict:

@@ -133,5 +133,5 @@ def test_json_errors_are_json_on_stdout_with_exit_code_2(tmp_path, capsys):
     from repairmem.cli import main
     assert main(["gate", "explain", "d1", "--audit", str(tmp_path / "absent.db"), "--json"]) == 2
     out = json.loads(capsys.readouterr().out)
-    assert "no audit log here" in out["error"] and out["kind"] == "InvalidInputError"
+    assert "no gate audit log here" in out["error"] and out["kind"] == "InvalidInputError"
     assert not (tmp_path / "absent.db").exists()

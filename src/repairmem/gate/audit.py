@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from ..sqlite_wal import connect_wal, write_transaction
+from ..sqlite_wal import check_ours, check_writable, connect_wal, write_transaction
 from ..check import check_int, check_number
 from ..errors import InvalidInputError, StoreError
 from ..untrusted import printable
@@ -99,19 +99,28 @@ def decision_reason(decision: Decision, payload: Payload) -> str:
 
 
 class AuditLog:
-    """Decisions and rewards of the gate in one SQLite file (``":memory:"`` for a throwaway log)."""
+    """Decisions and rewards of the gate in one SQLite file (``":memory:"`` for a throwaway log).
+
+    ``create=False`` opens an existing log to read it (``explain``, ``decisions``): a missing path
+    is an ``InvalidInputError``, and nothing is created or written (a write is a ``StoreError``).
+    """
 
     def __init__(self, path: str | Path, *, create: bool = True, busy_timeout_s: float = 60.0) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            p = Path(self.path)
-            if not create and not p.exists():
-                raise InvalidInputError(f"{self.path}: no audit log here")
-        self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="gate audit log")
+        self.read_only = not create
+        self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="gate audit log",
+                               application_id=APPLICATION_ID, read_only=self.read_only)
         try:
-            self._migrate()
+            if self.read_only:
+                self._check_version(self._db)
+            else:
+                self._migrate()
         except sqlite3.DatabaseError as exc:
+            self._db.close()
             raise StoreError(f"{self.path}: not a usable gate audit log ({exc})") from None
+        except BaseException:
+            self._db.close()
+            raise
 
     def close(self) -> None:
         self._db.close()
@@ -123,32 +132,37 @@ class AuditLog:
         self.close()
 
     def _write(self):
+        check_writable(self.read_only, self.path)
         return write_transaction(self._db)
 
     def _migrate(self) -> None:
         with self._write() as db:
-            app_id = db.execute("PRAGMA application_id").fetchone()[0]
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if app_id != APPLICATION_ID and tables:
-                raise StoreError(f"{self.path}: not a gate audit log (tables: {', '.join(sorted(tables))})")
-            if not tables:
+            if not check_ours(db, self.path, APPLICATION_ID, "gate audit log"):
                 for statement in SCHEMA:
                     db.execute(statement)
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                self.version = SCHEMA_VERSION
                 return
-            version = int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
-            if version > SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: audit schema version {version} is newer than this repairmem "
-                                 f"supports ({SCHEMA_VERSION}); upgrade repairmem")
-            if version == 2:       # additive: rows decided before keep NULL (unknown lead; payload tokens)
+            if self._check_version(db) == 2:   # additive: older rows keep NULL (unknown lead; payload tokens)
                 db.execute("ALTER TABLE decisions ADD COLUMN lead_id INTEGER")
                 db.execute("ALTER TABLE decisions ADD COLUMN injected_tokens INTEGER")
                 db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-            elif version < SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: audit schema version {version} records 16 "
-                                 f"features; this repairmem writes version {SCHEMA_VERSION} "
-                                 f"({len(FEATURE_NAMES)} features): start a new audit log")
+                self.version = SCHEMA_VERSION
+
+    def _check_version(self, db) -> int:
+        """The log's schema version: this repairmem's, or 2 (read as is, upgraded when opened to write);
+        anything else is refused."""
+        version = int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: audit schema version {version} is newer than this repairmem "
+                             f"supports ({SCHEMA_VERSION}); upgrade repairmem")
+        if version < 2:
+            raise StoreError(f"{self.path}: audit schema version {version} records 16 "
+                             f"features; this repairmem writes version {SCHEMA_VERSION} "
+                             f"({len(FEATURE_NAMES)} features): start a new audit log")
+        self.version = version
+        return version
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -243,9 +257,12 @@ class AuditLog:
                 "feedback")
 
     def _rows(self, where: str = "", args: tuple = ()) -> Iterator[dict[str, Any]]:
+        lead, tokens = (("d.lead_id", "coalesce(d.injected_tokens, d.payload_tokens)") if self.version >= 3
+                        else ("NULL", "d.payload_tokens"))
         sql = ("SELECT d.decision_id, d.query_id, d.policy, d.action, d.propensity, d.override, d.override_checks, "
                "d.scores, d.features, d.candidate_ids, d.candidate_scores, d.payload_ids, d.payload_tokens, "
-               "d.reason, d.session, d.resolution, d.lead_id, coalesce(d.injected_tokens, d.payload_tokens), r.reward, r.source, r.feedback FROM decisions d LEFT JOIN rewards r "
+               f"d.reason, d.session, d.resolution, {lead}, {tokens}, r.reward, r.source, r.feedback "
+               "FROM decisions d LEFT JOIN rewards r "
                f"ON r.decision_id = d.decision_id {where} ORDER BY d.id")
         for row in self._db.execute(sql, args):
             rec = dict(zip(self._COLUMNS, row))

@@ -3,7 +3,8 @@
 Nothing here is authoritative: the store holds every memory and its vector (embedded once, when
 written). The index is rebuilt from the store on open and extended incrementally by ``sync``
 (variant ids only grow). A memory without a vector for the current encoder — written without an
-embedder, or embedded by another encoder (stale) — is embedded here once and written back.
+embedder, or embedded by another encoder (stale) — is embedded here once and written back, unless
+the store was opened read-only: then the vector lives in this index only.
 
 Dense vectors live in contiguous blocks, one per (kind, polarity, failure type): MERIT's pools are
 a polarity pool or a typed pool, i.e. one block or a union of blocks, so scoring a pool is an
@@ -95,24 +96,28 @@ class MemoryIndex:
 
     def _add(self, ids: list[int]) -> None:
         memories = self.store.get(ids)
-        have, matrix = self.store.vectors(self.encoder.name, ids)
-        if len(have) < len(ids):
-            known = set(have)
-            missing = [m for m in memories if m.id not in known]
-            fresh = np.asarray(self.encoder.encode([dense_text(m) for m in missing]), dtype=np.float32)
-            missing = [m.id for m in missing]
-            self.store.put_vectors(self.encoder.name, missing, fresh)
-            self.embedded_on_sync += len(missing)
-            have, matrix = self.store.vectors(self.encoder.name, ids)
-        if matrix.shape[1] != self.encoder.dim:
+        have, stored = self.store.vectors(self.encoder.name, ids)
+        if have and stored.shape[1] != self.encoder.dim:
             raise InvalidInputError(f"stored vectors for encoder {self.encoder.name!r} have dimension "
-                                    f"{matrix.shape[1]}, the encoder gives {self.encoder.dim}")
+                                    f"{stored.shape[1]}, the encoder gives {self.encoder.dim}")
+        rows = dict(zip(have, stored))
+        missing = [m for m in memories if m.id not in rows]
+        if missing:
+            fresh = np.asarray(self.encoder.encode([dense_text(m) for m in missing]), dtype=np.float32)
+            if fresh.shape != (len(missing), self.encoder.dim):
+                raise InvalidInputError(f"encoder {self.encoder.name!r} returned vectors of shape {fresh.shape} for "
+                                        f"{len(missing)} memories; its dimension is {self.encoder.dim}")
+            if not self.store.read_only:    # a read-only store (a read-only command) is never written
+                self.store.put_vectors(self.encoder.name, [m.id for m in missing], fresh)
+            rows.update(zip((m.id for m in missing), fresh))
+            self.embedded_on_sync += len(missing)
         top = max(ids)
         if top >= len(self._block_of):
             size = max(top + 1, 2 * len(self._block_of))
             self._block_of = np.concatenate([self._block_of, np.full(size - len(self._block_of), -1, np.int32)])
             self._row_of = np.concatenate([self._row_of, np.full(size - len(self._row_of), -1, np.int64)])
-        for memory, vector in zip(memories, matrix):
+        for memory in memories:
+            vector = rows[memory.id]
             key = (memory.kind, memory.polarity.value, memory.failure_type)
             code = self._block_code.get(key)
             if code is None:

@@ -7,8 +7,9 @@ arguments (a missing database file, a non-string query, a non-positive timeout).
 
 Layers of protection (each alone would stop a write; together they also bound time and memory):
 
-1. The file is opened through a ``file:...?mode=ro`` URI: SQLite cannot write it, and a missing
-   file is an error instead of a new empty database.
+1. The file is opened through ``sqlite_wal.readonly_uri`` (``mode=ro``, plus ``immutable=1`` for
+   a WAL-mode file nobody has open): SQLite cannot write it, nothing appears beside it (no
+   ``-wal``/``-shm``), and a missing file is an error instead of a new empty database.
 2. ``PRAGMA query_only = ON``.
 3. An authorizer (``set_authorizer``) that allows only reads: SELECT, READ, RECURSIVE (CTEs),
    functions other than ``DENIED_FUNCTIONS``, and the read-only pragmas in ``ALLOWED_PRAGMAS``.
@@ -43,6 +44,7 @@ from pathlib import Path
 
 from ..check import check_int, check_number, check_str
 from ..errors import InvalidInputError
+from ..sqlite_wal import readonly_uri
 
 __all__ = ["ALLOWED_PRAGMAS", "DENIED_FUNCTIONS", "ExecResult", "NO_RESULT_SET", "execute_readonly"]
 
@@ -120,7 +122,7 @@ def execute_readonly(db_path: str | PathLike[str], sql: str, *, timeout_s: float
                rows: tuple[tuple, ...] = (), truncated: bool = False, timed_out: bool = False) -> ExecResult:
         return ExecResult(ok, columns, rows, truncated, error, timed_out, time.monotonic() - start)
 
-    uri = path.resolve().as_uri() + "?mode=ro"
+    uri = readonly_uri(path)
     try:
         con = sqlite3.connect(uri, uri=True, timeout=min(float(timeout_s), 5.0),
                               isolation_level=None)

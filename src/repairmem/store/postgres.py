@@ -34,6 +34,7 @@ import numpy as np
 
 from ..check import check_int
 from ..errors import InvalidInputError, StoreError
+from ..sqlite_wal import check_writable
 from ..types import COUNTER_NAMES, Counters, Episode, MemoryVariant, Provenance
 from .sqlite import Embedder, SQLiteMemoryStore, _Mirror, _variant_from_row
 
@@ -167,19 +168,25 @@ class PostgresMemoryStore:
     eligible_ids = SQLiteMemoryStore.eligible_ids
     candidates = SQLiteMemoryStore.candidates
 
-    def __init__(self, url: str, *, embedder: Embedder | None = None, connect_timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, *, embedder: Embedder | None = None, connect_timeout_s: float = 30.0,
+                 read_only: bool = False) -> None:
         if psycopg is None:
             raise StoreError(f"{redact(url)}: the PostgreSQL store needs psycopg; pip install 'repairmem[postgres]'")
         self.url = url
         self.path = redact(url)
         self.embedder = embedder
+        self.read_only = read_only
         self._mirror = _Mirror()
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout_s)))
         except psycopg.Error as exc:
             raise StoreError(f"{self.path}: cannot connect to the PostgreSQL store ({str(exc).strip()})") from None
         try:
-            self._migrate()
+            if read_only:      # the server refuses every write on this session; the store must exist
+                self._db.execute("SET default_transaction_read_only = on")
+                self._check_existing()
+            else:
+                self._migrate()
             _register_vector(self._db)
         except BaseException:
             self._db.close()
@@ -199,6 +206,7 @@ class PostgresMemoryStore:
     @contextmanager
     def _write(self) -> Iterator:
         """One transaction holding the store's write lock; rolls back whole on any error."""
+        check_writable(self.read_only, self.path)
         try:
             with self._db.transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))", (LOCK_KEY,))
@@ -210,25 +218,40 @@ class PostgresMemoryStore:
         except psycopg.DataError as exc:
             raise InvalidInputError(f"{self.path}: value not storable in PostgreSQL ({str(exc).strip()})") from None
 
+    def _existing(self, db) -> int | None:
+        """The schema version of the store in the current schema, None when the schema holds no table;
+        a schema holding other tables, or a newer store, is refused."""
+        schema = db.execute("SELECT current_schema()").fetchone()[0]
+        if schema is None:
+            raise StoreError(f"{self.path}: no schema on the search_path to hold the store")
+        tables = {r[0] for r in db.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")}
+        if not tables:
+            return None
+        rows = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')")
+                    if "meta" in tables else ())
+        if rows.get("application") != APPLICATION:
+            raise StoreError(f"{self.path}: schema {schema!r} holds tables that are not a repairmem store "
+                             f"({', '.join(sorted(tables))}); use another database or schema")
+        version = int(rows.get("schema_version", 0))
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: store schema version {version} is newer than this "
+                             f"repairmem supports ({SCHEMA_VERSION}); upgrade repairmem")
+        return version
+
+    def _check_existing(self) -> None:
+        """A read-only open: the store must exist at this schema version (nothing is created)."""
+        version = self._existing(self._db)
+        if version != SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: " + ("no repairmem store here (the schema holds no table); nothing "
+                                                 "was created" if version is None else
+                                                 f"store schema version {version} is older than this repairmem's "
+                                                 f"({SCHEMA_VERSION}) and a read-only open does not migrate it"))
+
     def _migrate(self) -> None:
         try:
             with self._write() as db:
-                schema = db.execute("SELECT current_schema()").fetchone()[0]
-                if schema is None:
-                    raise StoreError(f"{self.path}: no schema on the search_path to create the store in")
-                tables = {r[0] for r in db.execute(
-                    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")}
-                marker = version = None
-                if "meta" in tables:
-                    rows = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')"))
-                    marker, version = rows.get("application"), int(rows.get("schema_version", 0))
-                if tables and marker != APPLICATION:
-                    raise StoreError(f"{self.path}: schema {schema!r} holds tables that are not a repairmem store "
-                                     f"({', '.join(sorted(tables))}); use another database or schema")
-                version = version or 0
-                if version > SCHEMA_VERSION:
-                    raise StoreError(f"{self.path}: store schema version {version} is newer than this "
-                                     f"repairmem supports ({SCHEMA_VERSION}); upgrade repairmem")
+                version = self._existing(db) or 0
                 for statements in MIGRATIONS[version:]:
                     for statement in statements:
                         db.execute(statement)
@@ -391,6 +414,7 @@ class PostgresMemoryStore:
             check_int(value, f"counter increment {name}", low=0)
         if not increments:
             return
+        check_writable(self.read_only, self.path)
         cur = self._db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + %s" for n in increments)
                                + " WHERE id = %s", (*increments.values(), int(variant_id)))
         if cur.rowcount != 1:

@@ -22,6 +22,8 @@ from ..types import Episode, MemoryVariant, Polarity, Scope
 
 @runtime_checkable
 class MemoryStore(Protocol):
+    read_only: bool   # opened by a read-only command: every write raises StoreError, nothing is created
+
     def finalize(self, episode: Episode, memory: MemoryVariant | None) -> int | None:
         """Record a finalized episode and its at most one memory, atomically; return the variant id.
 

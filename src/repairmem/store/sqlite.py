@@ -25,7 +25,7 @@ import numpy as np
 
 from ..check import check_int
 from ..errors import InvalidInputError, StoreError
-from ..sqlite_wal import connect_wal, write_transaction
+from ..sqlite_wal import check_ours, check_writable, connect_wal, write_transaction
 from ..types import (
     COUNTER_NAMES, Counters, Episode, MemoryVariant, Outcome, Polarity, Provenance, Scope,
 )
@@ -140,22 +140,32 @@ class SQLiteMemoryStore:
 
     With an ``embedder``, every new variant is embedded once, when written, and its vector is
     stored in the same transaction (so reopening never re-embeds, and a failed embedding stores
-    nothing).
+    nothing). ``read_only``: the file must already be a store of this schema version; nothing is
+    created or written (a write is a ``StoreError``), and nothing appears beside the file.
     """
 
     def __init__(self, path: str | os.PathLike, *, embedder: Embedder | None = None,
-                 busy_timeout_s: float = 60.0) -> None:
+                 busy_timeout_s: float = 60.0, read_only: bool = False) -> None:
         self.path = str(path)
         self.embedder = embedder
+        self.read_only = read_only
         self._mirror = _Mirror()
         self._seen_data_version: int | None = None
         self._own_writes = 0
         self._seen_own_writes = -1
-        self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="repairmem store")
+        self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="repairmem store",
+                               application_id=APPLICATION_ID, read_only=read_only)
         try:
-            self._migrate()
+            if read_only:
+                self._check_version(self._stored_version(self._db), upgradable=False)
+            else:
+                self._migrate()
         except sqlite3.DatabaseError as exc:
+            self._db.close()
             raise StoreError(f"{self.path}: not a usable repairmem store ({exc})") from None
+        except BaseException:
+            self._db.close()
+            raise
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -170,26 +180,31 @@ class SQLiteMemoryStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        check_writable(self.read_only, self.path)
         with write_transaction(self._db) as db:
             yield db
         self._own_writes += 1   # this connection's commits do not move PRAGMA data_version
 
+    @staticmethod
+    def _stored_version(db) -> int:
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _check_version(self, version: int, *, upgradable: bool) -> None:
+        """Refuse a store this repairmem cannot read: newer, or older when it may not migrate it."""
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: store schema version {version} is newer than this "
+                             f"repairmem supports ({SCHEMA_VERSION}); upgrade repairmem")
+        if version < SCHEMA_VERSION and not upgradable:
+            raise StoreError(f"{self.path}: store schema version {version} is older than this repairmem's "
+                             f"({SCHEMA_VERSION}) and a read-only open does not migrate it; open it once "
+                             "for writing (e.g. memory import) to upgrade it")
+
     def _migrate(self) -> None:
         with self._write() as db:
-            app_id = db.execute("PRAGMA application_id").fetchone()[0]
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if app_id == 0 and tables:
-                raise StoreError(f"{self.path}: an SQLite file that is not a repairmem store "
-                                 f"(tables: {', '.join(sorted(tables))}); choose another path")
-            if app_id not in (0, APPLICATION_ID):
-                raise StoreError(f"{self.path}: not a repairmem store (application_id {app_id:#x})")
-            version = 0
-            if tables:
-                row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-                version = int(row[0]) if row else 0
-            if version > SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: store schema version {version} is newer than this "
-                                 f"repairmem supports ({SCHEMA_VERSION}); upgrade repairmem")
+            tables = check_ours(db, self.path, APPLICATION_ID, "repairmem store")
+            version = self._stored_version(db) if tables else 0
+            self._check_version(version, upgradable=True)
             for statements in MIGRATIONS[version:]:
                 for statement in statements:
                     db.execute(statement)
@@ -511,6 +526,7 @@ def _variant_from_row(row, provenance: list[Provenance]) -> MemoryVariant:
         counters=Counters(*counts), id=vid)
 
 
-def open_store(path: str | os.PathLike, *, embedder: Embedder | None = None) -> SQLiteMemoryStore:
-    """Open (creating if needed) the store at ``path``; the one entry point callers should use."""
-    return SQLiteMemoryStore(path, embedder=embedder)
+def open_store(path: str | os.PathLike, *, embedder: Embedder | None = None,
+               read_only: bool = False) -> SQLiteMemoryStore:
+    """Open (creating if needed, unless ``read_only``) the store at ``path``; the one entry point callers should use."""
+    return SQLiteMemoryStore(path, embedder=embedder, read_only=read_only)

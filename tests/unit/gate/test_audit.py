@@ -128,7 +128,7 @@ def test_explain_cli_entry(tmp_path):
     assert json.loads(out.getvalue())["decision_id"] == did
     with pytest.raises(UnknownDecisionError):
         gate_explain_main("d99", audit_path=str(path), json_out=False, stdout=io.StringIO())
-    with pytest.raises(InvalidInputError, match="no audit log"):
+    with pytest.raises(InvalidInputError, match="no gate audit log here"):
         gate_explain_main(did, audit_path=str(tmp_path / "none.db"), json_out=False)
 
 
