@@ -1,5 +1,6 @@
 """Hard limits on model-written SQL (issue 19): a deadline that one long C call cannot outrun, a
-finite maximum timeout, a result budget in bytes as well as rows, SQLite's memory capped. Every limit that fires is named in the result; nothing raises."""
+finite maximum timeout, a result budget in bytes as well as rows, SQLite's memory capped, BLOBs
+that serialize. Every limit that fires is named in the result; nothing raises."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from repairmem.errors import InvalidInputError
+from repairmem.sql.evidence import result_evidence
 from repairmem.sql.execute import MAX_RESULT_BYTES, MAX_TIMEOUT_S, ExecResult, execute_readonly
 from repairmem.sql.scoring import score_bird
 from repairmem.types import Outcome
@@ -112,6 +114,21 @@ def test_cli_json_of_large_text_rows_is_cut_not_a_crash(db):
     payload = json.loads(out.stdout)
     assert payload["ok"] and payload["truncated"] and payload["limit"] == "bytes"
     assert 0 < len(payload["rows"]) < 1000
+
+
+def test_cli_json_serializes_blobs_as_hex(db):
+    out = cli("sql", "exec", "--db", str(db), "--json", "SELECT x'00ff', b, NULL FROM t")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout)["rows"] == [[{"blob_hex": "00ff"}, {"blob_hex": "00ff"}, None]]
+    text = cli("sql", "exec", "--db", str(db), "SELECT x'00ff', b FROM t")
+    assert text.returncode == 0 and text.stdout.splitlines()[1] == "x'00ff'\tx'00ff'"
+
+
+def test_repair_evidence_renders_blobs_as_sql_literals(db):
+    r = execute_readonly(db, "SELECT b, zeroblob(1000) FROM t")
+    text = result_evidence(r)
+    assert "(x'00ff', x'0000" in text and "b'" not in text
+    assert len(text.splitlines()[1]) < 100            # a large blob is cut, not rendered whole
 
 
 def test_concurrent_callers_get_their_own_results(db):

@@ -44,7 +44,8 @@ Limits (``limit`` in the result names the one that fired):
   query fails with "out of memory").
 
 Text is decoded as UTF-8 with ``errors="replace"``, so non-UTF-8 bytes in TEXT cells never raise.
-BLOBs come back as ``bytes``. Several statements in one text are refused with
+BLOBs come back as ``bytes``; rendered for people they are SQL hex literals (``blob_literal``:
+``x'00ff'``), in JSON ``{"blob_hex": "00ff"}``. Several statements in one text are refused with
 sqlite3's own observable error ("You can only execute one statement at a time."); nothing is
 executed then. A text that is not a query (empty, only comments) is ``ok=False`` with
 ``NO_RESULT_SET``. A normal query's result is what it was when everything ran in-process.
@@ -73,7 +74,7 @@ from .exec_worker import (
 
 __all__ = [
     "ALLOWED_PRAGMAS", "DENIED_FUNCTIONS", "HEAP_LIMIT_BYTES", "MAX_RESULT_BYTES", "MAX_ROWS", "MAX_TIMEOUT_S",
-    "MAX_VALUE_BYTES", "NO_RESULT_SET", "ExecResult", "execute_readonly",
+    "MAX_VALUE_BYTES", "NO_RESULT_SET", "ExecResult", "blob_literal", "execute_readonly",
 ]
 
 MAX_TIMEOUT_S = 600.0
@@ -114,6 +115,13 @@ def execute_readonly(db_path: str | PathLike[str], sql: str, *, timeout_s: float
     reply = _in_worker(marshal.dumps((uri, sql, timeout_s, max_rows, max_bytes)), timeout_s)
     ok, columns, rows, truncated, error, timed_out, limit = reply
     return ExecResult(ok, columns, rows, truncated, error, timed_out, time.monotonic() - start, limit)
+
+
+def blob_literal(value: bytes, max_bytes: int | None = None) -> str:
+    """``value`` as a SQL hex literal, ``x'00ff'``; past ``max_bytes`` cut with ``…`` and its size."""
+    if max_bytes is None or len(value) <= max_bytes:
+        return f"x'{value.hex()}'"
+    return f"x'{value[:max_bytes].hex()}…' ({len(value)} bytes)"
 
 
 # ---- the worker processes ------------------------------------------------------------------------
