@@ -21,6 +21,8 @@ from .untrusted import printable
 
 
 def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, bytes):                  # a BLOB from a query: JSON has no bytes
+        return {"blob_hex": obj.hex()}
     if isinstance(obj, Enum):
         return obj.value
     if isinstance(obj, MemoryVariant):
@@ -207,11 +209,11 @@ def cmd_mcp(args):
 # -- sql -----------------------------------------------------------------------------------------
 
 def cmd_sql_exec(args):
-    from .sql.execute import execute_readonly
+    from .sql.execute import blob_literal, execute_readonly
     result = execute_readonly(args.db, args.sql, timeout_s=args.timeout, max_rows=args.max_rows)
     _emit(args, result, lambda: (("\t".join(result.columns) + "\n" + "\n".join(
-        "\t".join("NULL" if v is None else str(v) for v in row) for row in result.rows))
-        if result.ok else f"error: {result.error}"))
+        "\t".join("NULL" if v is None else blob_literal(v) if isinstance(v, bytes) else str(v) for v in row)
+        for row in result.rows)) if result.ok else f"error: {result.error}"))
     return 0 if result.ok else 1
 
 

@@ -109,7 +109,7 @@ def test_endless_recursive_cte_times_out_within_the_deadline(db):
     start = time.monotonic()
     r = execute_readonly(db, ENDLESS, timeout_s=0.5)
     assert time.monotonic() - start < 3.0
-    assert r.timed_out and not r.ok
+    assert r.timed_out and not r.ok and r.limit == "time"
     assert "interrupted" in r.error
     assert 0.4 < r.elapsed_s < 3.0
 
@@ -123,11 +123,11 @@ def test_recursive_cte_that_ends_runs(db):
 def test_rows_are_capped_with_truncated_flag(db):
     sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100) SELECT x FROM c"
     r = execute_readonly(db, sql, max_rows=10)
-    assert r.ok and r.truncated and r.rows == tuple((i,) for i in range(1, 11))
+    assert r.ok and r.truncated and r.rows == tuple((i,) for i in range(1, 11)) and r.limit == "rows"
     exact = execute_readonly(db, sql, max_rows=100)
-    assert exact.ok and not exact.truncated and len(exact.rows) == 100
+    assert exact.ok and not exact.truncated and len(exact.rows) == 100 and exact.limit is None
     none = execute_readonly(db, sql, max_rows=0)
-    assert none.ok and none.rows == () and none.truncated and none.columns == ("x",)
+    assert none.ok and none.rows == () and none.truncated and none.columns == ("x",) and none.limit == "rows"
 
 
 def test_non_utf8_text_decodes_without_raising(db):
@@ -179,7 +179,7 @@ def test_empty_text_is_not_a_query(db, sql):
 
 def test_oversized_values_are_refused(db):
     r = execute_readonly(db, "SELECT zeroblob(2000000000)")
-    assert not r.ok and "too big" in r.error
+    assert not r.ok and "too big" in r.error and r.limit == "value"
 
 
 def test_bad_arguments(db):

@@ -37,7 +37,7 @@ from ..memory import Memory, Recall, SqlFailure
 from ..retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig
 from ..sql.hints import lesson, repeats_failed_direction
 from ..sql.schema import database_identifiers
-from ..sql.execute import execute_readonly
+from ..sql.execute import MAX_TIMEOUT_S, execute_readonly
 from ..types import Attempt, Episode, Outcome, Polarity, memory_from_episode, normalize_sql
 from ..untrusted import untrusted
 
@@ -132,8 +132,8 @@ class LoopOptions:
             raise InvalidInputError(f"dataset must be spider or bird, got {self.dataset!r}")
         check_int(self.budget, "budget", low=0)
         prompt_version(self.dataset, "repair", self.layout)   # validates the layout
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            raise InvalidInputError(f"timeout_s must be > 0, got {self.timeout_s!r}")
+        if self.timeout_s is not None:
+            check_number(self.timeout_s, "timeout_s", low=0, high=MAX_TIMEOUT_S, low_open=True)
         check_int(self.repeats_before_sampling, "repeats_before_sampling", low=1)
         GenerationConfig(temperature=self.sampling_temperature)   # validates the range
         GenerationConfig(temperature=self.max_sampling_temperature)

@@ -23,13 +23,16 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
-from .execute import ExecResult, execute_readonly
+from .execute import ExecResult, blob_literal, execute_readonly
 
 MAX_CELL = 60
 
 
 def _cell(value) -> str:
-    text = "NULL" if value is None else repr(value) if isinstance(value, str) else str(value)
+    if isinstance(value, bytes):      # a BLOB: a SQL hex literal, never Python's b'...'
+        text = blob_literal(value, MAX_CELL // 2)
+    else:
+        text = "NULL" if value is None else repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
 
 

@@ -1,12 +1,13 @@
 """Execution-match scoring: is a predicted query's denotation the reference's? (Spider, BIRD)
 
 Both scorers execute the reference ("gold") and the prediction with
-:func:`repairmem.sql.execute.execute_readonly` (read-only, one statement, a deadline per execution,
-at most ``max_rows`` rows). The verdict's ``outcome`` is the prediction's: TIMEOUT or
+:func:`repairmem.sql.execute.execute_readonly` (read-only, one statement, in a worker process
+killed at the deadline, at most ``max_rows`` rows and ``MAX_RESULT_BYTES`` of values: the same hard
+limits as every model-written query). The verdict's ``outcome`` is the prediction's: TIMEOUT or
 EXECUTION_ERROR (with the observable DBMS error) when it did not run, else CORRECT or
 DENOTATION_MISMATCH. A reference that fails, times out or returns more than ``max_rows`` rows
-raises :class:`~repairmem.errors.InvalidInputError` naming it: a broken reference is not the
-model's failure. A prediction with more than ``max_rows`` rows is a mismatch (exact for Spider,
+(or more than the byte budget) raises :class:`~repairmem.errors.InvalidInputError` naming it: a
+broken reference is not the model's failure. A prediction cut by either budget is a mismatch (exact for Spider,
 whose bags then differ in size; for BIRD's set comparison this is an approximation that only
 matters beyond a million rows).
 
@@ -67,7 +68,7 @@ from sqlglot import exp
 from ..check import check_str
 from ..errors import InvalidInputError
 from ..types import Outcome
-from .execute import ExecResult, execute_readonly
+from .execute import MAX_RESULT_BYTES, ExecResult, execute_readonly
 
 __all__ = [
     "SCORING_MAX_ROWS", "Verdict", "gold_order_matters", "official_spider_form", "results_match_bird",
@@ -178,6 +179,9 @@ def _run_gold(db_path, sql: str, gold_sql: str, timeout_s: float, max_rows: int)
     if not gold.ok:
         raise InvalidInputError(f"the reference query fails on {db_path}: {gold.error}; "
                                 f"fix or exclude this example (reference: {gold_sql})")
+    if gold.truncated and gold.limit == "bytes":
+        raise InvalidInputError(f"the reference query's result is over the budget of {MAX_RESULT_BYTES} bytes "
+                                f"on {db_path}; exclude this example (reference: {gold_sql})")
     if gold.truncated:
         raise InvalidInputError(f"the reference query returns more than max_rows={max_rows} rows on "
                                 f"{db_path}; raise max_rows (reference: {gold_sql})")
