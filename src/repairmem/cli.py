@@ -11,12 +11,11 @@ import sys
 import tempfile
 from dataclasses import asdict, is_dataclass
 from enum import Enum
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
 from .errors import RepairmemError
-from .types import Attempt, Episode, MemoryVariant, Outcome, Polarity, Scope, memory_from_episode
+from .types import MemoryVariant, Outcome, Polarity, Scope
 from .untrusted import printable
 
 
@@ -316,57 +315,15 @@ def cmd_classify_terminal(args):
 
 # -- demo --------------------------------------------------------------------------------------
 
-def load_demo_stream() -> list[dict]:
-    text = resources.files("repairmem").joinpath("data/demo_stream.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def run_demo_stream(store, stream: list[dict], *, method: str = "demo") -> list[int | None]:
-    """Finalize each recorded episode in stream order, classifying every failed attempt first."""
-    from .classify.sql import classify_sql
-    written = []
-    for item in stream:
-        attempts = []
-        for a in item["attempts"]:
-            outcome = Outcome.parse(a["outcome"])
-            ftype = subtype = None
-            if outcome is not Outcome.CORRECT:
-                d = classify_sql(outcome, a.get("error"), a["sql"], question=item["question"])
-                ftype, subtype = d.failure_type.value, d.subtype
-            attempts.append(Attempt(a["sql"], outcome, a.get("error"), ftype, subtype))
-        episode = Episode(episode_id=f"{method}/{item['query_id']}", query_id=item["query_id"],
-                          position=item["position"], namespace=item["namespace"], question=item["question"],
-                          attempts=tuple(attempts), context=item.get("schema", ""), method=method, finalized=True)
-        written.append(store.finalize(episode, memory_from_episode(episode)))
-    return written
-
-
 def cmd_demo(args):
-    from .store import open_store
-    stream = load_demo_stream()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = args.store or str(Path(tmp) / "demo.db")
-        with open_store(path) as store:
-            written = run_demo_stream(store, stream)
-            stats = store.stats()
-            probe = {"position": len(stream), "query_id": "new-query", "namespace": "concert_singer"}
-            same = store.candidates(scope=Scope.SAME, **probe)
-            payload = {"store": path, "episodes": len(stream),
-                       "memories_written": sum(w is not None for w in written), "stats": stats,
-                       "probe": probe, "same_namespace_candidates": same}
-
-            def text() -> str:
-                lines = [f"repairmem demo: {len(stream)} finalized episodes from a bundled example stream",
-                         f"store: {path}" + ("" if args.store else " (temporary)"),
-                         f"memories: {stats['variants']} ({stats['by_polarity']}), merged duplicates: "
-                         f"{stats['merged_variants']}, episodes without memory: "
-                         f"{stats['episodes'] - stats['episodes_with_memory']}",
-                         f"by failure type: {stats['by_failure_type']}",
-                         f"\nwhat a new concert_singer query at position {probe['position']} may see (scope same):"]
-                lines += [_describe(m) for m in same]
-                return "\n".join(lines)
-
-            _emit(args, payload, text)
+    from .demo import choose_model, format_summary, run_demo
+    model, how = choose_model(replay=args.replay, record=args.record, threads=args.threads)
+    say = (lambda text: None) if args.json else (lambda text: print(text, flush=True))
+    say(f"repairmem demo: ten questions on two small databases; model: {how}")
+    with tempfile.TemporaryDirectory(prefix="repairmem-demo-") as tmp:
+        summary = run_demo(Path(tmp), model=model, encoder=args.encoder, store=args.store, say=say)
+    summary["model"] = how
+    _emit(args, summary, lambda: format_summary(summary, how).lstrip("\n"))
 
 
 # -- parser ------------------------------------------------------------------------------------
@@ -382,8 +339,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    p = command(sub, "demo", cmd_demo, "build a memory store from a bundled example stream and show it")
-    p.add_argument("--store", help="keep the store at this path (default: a temporary file)")
+    p = command(sub, "demo", cmd_demo, "the main job, live: ten questions on two bundled databases, answered, "
+                "judged, repaired with gated memory, and remembered")
+    p.add_argument("--store", help="keep the memory (and its gate) at this path (default: a temporary file)")
+    p.add_argument("--replay", action="store_true", help="replay the recorded run even when the model is installed")
+    p.add_argument("--record", metavar="CASSETTE", help="record the live model's answers to this cassette")
+    p.add_argument("--threads", type=int, default=2, help="model threads (default 2)")
+    p.add_argument("--encoder", default="default", help="retrieval encoder (default: the default encoder)")
 
     memory = sub.add_parser("memory", help="inspect and move memory stores").add_subparsers(dest="memory_cmd", required=True)
     p = command(memory, "import", cmd_memory_import, "import positive.jsonl / negative.jsonl files (all or nothing)")

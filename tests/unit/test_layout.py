@@ -35,6 +35,7 @@ ALLOWED = {
     "service": BASE | MID | {"memory"},          # JSON in and out of Memory, for the CLI and the MCP server
     "agents": BASE | MID | {"memory"},
     "bench": BASE | MID | {"memory", "agents"},
+    "demo": BASE | MID | {"memory", "agents", "bench"},   # the main job: the benchmark's loop, live
 }
 ANYTHING = {"cli", "mcp", "mcp_server", "__main__"}
 
