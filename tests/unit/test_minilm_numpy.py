@@ -176,6 +176,9 @@ def test_tokenizer_rejects_other_tokenizer_types(tmp_path, model_dir):
         WordPieceTokenizer(tmp_path / "tokenizer.json")
     with pytest.raises(InvalidInputError, match="cannot read tokenizer"):
         WordPieceTokenizer(tmp_path / "missing.json")
+    for bad in (1, 2.0, True):
+        with pytest.raises(InvalidInputError, match="max_length"):
+            WordPieceTokenizer(model_dir / "tokenizer.json", max_length=bad)
 
 
 # -- model directory checks --------------------------------------------------------------------

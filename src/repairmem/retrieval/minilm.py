@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidInputError
-from .wordpiece import WordPieceTokenizer
+from .wordpiece import WordPieceTokenizer, read_json
 
 __all__ = ["MiniLM", "erf", "read_safetensors"]
 
@@ -121,21 +121,11 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float)
     return centred / np.sqrt(var + np.float32(eps)) * weight + bias
 
 
-def _read_json(path: Path, kind: type = dict):
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInputError(f"cannot read model file {path}: {exc}") from exc
-    if not isinstance(value, kind):
-        raise InvalidInputError(f"model file {path}: expected a JSON {'object' if kind is dict else 'array'}")
-    return value
-
-
 class _Config:
     """What the forward pass needs from the model directory, checked once."""
 
     def __init__(self, root: Path) -> None:
-        bert = _read_json(root / "config.json")
+        bert = read_json(root / "config.json")
         where = f"model config {root / 'config.json'}"
         expected = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
         for key, value in expected.items():
@@ -151,17 +141,17 @@ class _Config:
             raise InvalidInputError(f"{where}: missing or bad field ({exc})") from exc
         if self.heads < 1 or self.hidden % self.heads:
             raise InvalidInputError(f"{where}: hidden_size {self.hidden} is not a multiple of {self.heads} heads")
-        modules = _read_json(root / "modules.json", list) if (root / "modules.json").is_file() else []
+        modules = read_json(root / "modules.json", list) if (root / "modules.json").is_file() else []
         unknown = {m.get("type") for m in modules if isinstance(m, dict)} - _MODULES
         if unknown:
             raise InvalidInputError(f"{root / 'modules.json'}: modules {sorted(map(str, unknown))} are not "
                                     "supported by the NumPy runtime (Transformer, Pooling, Normalize only)")
-        pooling = _read_json(root / "1_Pooling" / "config.json")
+        pooling = read_json(root / "1_Pooling" / "config.json")
         modes = sorted(k for k, v in pooling.items() if k.startswith("pooling_mode") and v is True)
         if modes != ["pooling_mode_mean_tokens"]:
             raise InvalidInputError(f"{root / '1_Pooling' / 'config.json'}: pooling {modes}; "
                                     "the NumPy runtime implements mean pooling only")
-        st_config = _read_json(root / "sentence_bert_config.json")
+        st_config = read_json(root / "sentence_bert_config.json")
         self.lowercase_input = bool(st_config.get("do_lower_case", False))
         self.max_length = min(int(st_config.get("max_seq_length") or max_positions), max_positions)
 

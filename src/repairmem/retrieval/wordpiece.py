@@ -28,9 +28,10 @@ import re
 import unicodedata
 from pathlib import Path
 
+from ..check import check_int
 from ..errors import InvalidInputError
 
-__all__ = ["WordPieceTokenizer"]
+__all__ = ["WordPieceTokenizer", "read_json"]
 
 # Rust's char::is_whitespace (the Unicode White_Space property), stable across Unicode versions.
 _WHITESPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
@@ -49,6 +50,17 @@ def _is_cjk(code: int) -> bool:
     return any(low <= code <= high for low, high in _CJK)
 
 
+def read_json(path: Path, kind: type = dict, what: str = "model file"):
+    """A JSON file of a model directory, which must hold a ``kind`` (dict or list) at the top."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {what} {path}: {exc}") from exc
+    if not isinstance(value, kind):
+        raise InvalidInputError(f"{what} {path}: expected a JSON {'object' if kind is dict else 'array'}")
+    return value
+
+
 def _expect(config: dict, key: str, expected: object, where: str) -> None:
     value = config.get(key)
     if value != expected:
@@ -61,12 +73,10 @@ class WordPieceTokenizer:
 
     def __init__(self, path: str | Path, *, max_length: int = 512) -> None:
         path = Path(path)
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidInputError(f"cannot read tokenizer {path}: {exc}") from exc
+        check_int(max_length, "tokenizer max_length", low=2)
+        config = read_json(path, dict, "tokenizer")
         where = f"tokenizer {path}"
-        if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
+        if not isinstance(config.get("model"), dict):
             raise InvalidInputError(f"{where}: not a tokenizers JSON file (no 'model' object)")
         model, normalizer = config["model"], config.get("normalizer") or {}
         _expect(model, "type", "WordPiece", where)
@@ -93,8 +103,6 @@ class WordPieceTokenizer:
         # leftmost-longest match of the special tokens, on the raw text (they are not normalized)
         names = sorted(specials, key=len, reverse=True)
         self._special_re = re.compile(f"({'|'.join(map(re.escape, names))})") if names else None
-        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
-            raise InvalidInputError(f"tokenizer max_length must be an integer >= 2, got {max_length!r}")
         self.max_length = max_length
         self._word_cache: dict[str, tuple[int, ...]] = {}
 
