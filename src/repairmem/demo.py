@@ -1,7 +1,9 @@
 """``repairmem demo``: the main job, live, on two small databases the package ships.
 
-Ten questions in stream order, each one episode of the benchmark's own loop
-(``agents.sql_repair.run_episode``, row ``merit_grounded_gated``, K = 3): the embedded model
+The store starts with three episodes an earlier session finished on the same databases (a failed
+query and its fix, each run by the verifier before it is stored: the failure must fail and the fix
+must match the reference result). Then ten new questions in stream order, each one episode of the
+benchmark's own loop (``agents.sql_repair.run_episode``, row ``merit_grounded_gated``, K = 2): the embedded model
 answers; the verifier runs the answer read-only and compares it with the reference result; a
 failure is classified (MERIT's types); ``Memory.recall`` retrieves the causally eligible memories
 and the gate (RSCB-MC) decides what, if anything, enters the repair prompt; the model repairs;
@@ -17,6 +19,7 @@ request the recording does not hold stops the demo with an error, it is never ma
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections import Counter
 from contextlib import ExitStack
@@ -24,32 +27,38 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from .agents.sql_repair import LoopOptions, method as get_method, run_episode
+from .agents.sql_repair import LoopOptions, SqlEnvironment, method as get_method, run_episode
 from .bench.initial import initial_predictions
+from .classify.sql import classify_sql
 from .errors import InvalidInputError, RepairmemError
 from .llm.models import resolve_model
 from .llm.replay import RecordingModel, ReplayModel
 from .memory import Memory
 from .sql.datasets import Dataset, load_dataset
 from .sql.evidence import sample_values
+from .types import Attempt, Episode, Outcome
 from .untrusted import printable
 
 MODEL = "llama:qwen2.5-coder-0.5b"
 METHOD = "merit_grounded_gated"
-BUDGET = 3
+BUDGET = 2
 DATA = "data/demo/demo.json"
 CASSETTE = "data/demo/cassette.jsonl"
 
 
+def _spec() -> dict:
+    return json.loads(resources.files("repairmem").joinpath(DATA).read_text(encoding="utf-8"))
+
+
 def build_dataset(root: Path) -> Dataset:
-    """The bundled databases and questions as a Spider-layout folder under ``root``, loaded."""
-    spec = json.loads(resources.files("repairmem").joinpath(DATA).read_text(encoding="utf-8"))
+    """The bundled databases and questions (the earlier session's first) as a Spider-layout folder
+    under ``root``, loaded."""
+    spec = _spec()
     tables = []
     for db_id, statements in spec["databases"].items():
         path = root / "database" / db_id / f"{db_id}.sqlite"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.unlink(missing_ok=True)
-        import sqlite3
         con = sqlite3.connect(path)
         try:
             with con:
@@ -58,7 +67,8 @@ def build_dataset(root: Path) -> Dataset:
             tables.append(_tables_entry(con, db_id))
         finally:
             con.close()
-    dev = [{"db_id": q["db"], "question": q["question"], "query": q["gold"]} for q in spec["questions"]]
+    dev = [{"db_id": q["db"], "question": q["question"], "query": q["gold"]}
+           for q in (*spec["earlier"], *spec["questions"])]
     (root / "dev.json").write_text(json.dumps(dev, indent=1), encoding="utf-8")
     (root / "tables.json").write_text(json.dumps(tables, indent=1), encoding="utf-8")
     return load_dataset("spider", root)
@@ -106,21 +116,48 @@ def choose_model(*, replay: bool, record: str | None, threads: int) -> tuple[Any
     return model, (f"REPLAY of a recorded {MODEL} run ({note}); install repairmem[llama] to run it live")
 
 
+def record_earlier(memory: Memory, examples, schemas, spec: list[dict], options: LoopOptions) -> list:
+    """Store the earlier session's episodes, each checked by the verifier first; the memories."""
+    written = []
+    for position, (ex, item) in enumerate(zip(examples, spec)):
+        env = SqlEnvironment(ex, options)
+        failed, fixed = env.check(item["failed"]), env.check(item["fixed"])
+        if failed.outcome is Outcome.CORRECT or fixed.outcome is not Outcome.CORRECT:
+            raise InvalidInputError(f"{DATA}: earlier episode {ex.question!r} does not verify "
+                                    f"(failed: {failed.outcome.value}, fixed: {fixed.outcome.value})")
+        d = classify_sql(failed.outcome, failed.error, item["failed"], question=ex.question,
+                         rows=failed.pred.rows if failed.outcome is Outcome.DENOTATION_MISMATCH else None)
+        episode = Episode(episode_id=f"earlier/{ex.example_id}", query_id=ex.example_id, position=position,
+                          namespace=ex.db_id, question=ex.question, context=schemas[ex.db_id], method="earlier",
+                          finalized=True,
+                          attempts=(Attempt(item["failed"], failed.outcome, failed.error or None, d.failure_type.value,
+                                            d.subtype), Attempt(item["fixed"], Outcome.CORRECT)))
+        written.append(memory.record(episode))
+    return written
+
+
 def run_demo(workdir: Path, *, model, encoder: Any = "default", store: str | None = None,
              say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the ten episodes; ``say`` gets one readable block per question. Returns a summary."""
+    """Store the earlier session, then run the ten episodes; ``say`` gets one readable block per
+    question. Returns a summary."""
     method = get_method(METHOD)
     options = LoopOptions(budget=BUDGET)
     dataset = build_dataset(workdir / "data")
+    spec = _spec()
+    earlier, live = dataset.examples[:len(spec["earlier"])], dataset.examples[len(spec["earlier"]):]
     started = time.monotonic()
     records = []
     with ExitStack() as stack:
         memory = stack.enter_context(Memory.open(store or workdir / "demo.db", encoder=encoder, policy=method.gate,
                                                  retrieval=method.retrieval, sql_render=method.render))
+        if memory.next_position() == 0:
+            seeded = record_earlier(memory, earlier, dataset.schemas, spec["earlier"], options)
+            say("memory from an earlier session (each fix re-verified just now):")
+            say(printable("\n".join(f"  #{m.id} {m.namespace}: {m.before}  ->  {m.after}  "
+                                     f"[{m.failure_type} / {m.failure_subtype or '-'}]" for m in seeded if m)))
         first = memory.next_position()
-        total = len(dataset.examples)
-        for i, ex in enumerate(dataset.examples):
-            say(f"\n[{i + 1}/{total}] {ex.db_id}: {ex.question}")
+        for i, ex in enumerate(live):
+            say(f"\n[{i + 1}/{len(live)}] {ex.db_id}: {ex.question}")
             initial = initial_predictions([ex], dict(dataset.schemas), model, options=options,
                                           cache_path=workdir / "initial.jsonl")[ex.example_id]
             result = run_episode(ex, first + i, initial, method=method, model=model,
@@ -189,8 +226,9 @@ def format_summary(summary: dict, how: str) -> str:
     g, m = summary["gate"], summary["memory"]
     lines = ["", f"model: {how}",
              f"{summary['questions']} questions: {summary['initial_correct']} right at once, "
-             f"{summary['final_correct']} right after repair ({summary['repair_steps']} repair steps, "
-             f"{summary['elapsed_s']} s)",
+             f"{summary['final_correct'] - summary['initial_correct']} more after repair, "
+             f"{summary['questions'] - summary['final_correct']} still wrong ({summary['repair_steps']} repair "
+             f"steps, {summary['elapsed_s']} s)",
              f"memory learned: {m['memories']} memories {m['by_polarity']}, by failure type {m['by_failure_type']}",
              f"gate ({g['policy']}) learned from {g['updates']} verified outcomes: actions {g['actions']}, "
              f"memory injected in {summary['injected_steps']} of {summary['repair_steps']} repair steps, "
