@@ -21,8 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from ..sqlite_wal import connect_wal, write_transaction
-from ..check import check_number
+from ..sqlite_wal import (
+    SQLITE_FAILURES, connect_wal, require_tables, sqlite_errors, stored_schema_version, write_transaction,
+)
+from ..check import check_int, check_number, parse_json
 from ..errors import InvalidInputError, StoreError
 from .actions import ACTIONS, INJECTING, Action, Payload
 from .features import FEATURE_NAMES, validate
@@ -58,6 +60,11 @@ SCHEMA = [
         feedback TEXT NOT NULL)""",
     "CREATE INDEX decisions_by_query ON decisions (query_id)",
 ]
+
+
+_WHAT = "gate audit log"
+_TABLES = ("meta", "decisions", "rewards")
+_guarded = sqlite_errors(_WHAT)     # SQLite's errors on any public method: StoreError naming the file
 
 
 class UnknownDecisionError(InvalidInputError):
@@ -106,7 +113,7 @@ class AuditLog:
         self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="gate audit log")
         try:
             self._migrate()
-        except sqlite3.DatabaseError as exc:
+        except SQLITE_FAILURES as exc:
             raise StoreError(f"{self.path}: not a usable gate audit log ({exc})") from None
 
     def close(self) -> None:
@@ -133,7 +140,10 @@ class AuditLog:
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 return
-            version = int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+            require_tables(db, self.path, _WHAT, _TABLES)
+            version = stored_schema_version(db, self.path, _WHAT)
+            if version is None:
+                raise StoreError(f"{self.path}: the gate audit log has no schema version: the file is damaged")
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: audit schema version {version} is newer than this repairmem "
                                  f"supports ({SCHEMA_VERSION}); upgrade repairmem")
@@ -144,6 +154,7 @@ class AuditLog:
 
     # -- writes --------------------------------------------------------------------------------
 
+    @_guarded
     def record_decision(self, decision: Decision, *, query_id: str, candidates: Sequence[tuple[int, float]],
                         payload: Payload, decision_id: str | None = None, reason: str | None = None,
                         session: str = "", resolution: str = "") -> str:
@@ -191,6 +202,7 @@ class AuditLog:
                        (decision_id, *row))
         return decision_id
 
+    @_guarded
     def record_reward(self, decision_id: str, reward: float, *, source: str,
                       feedback: Feedback | None = None) -> None:
         """Attach the observed reward (and where it came from) to a recorded decision, once."""
@@ -209,10 +221,12 @@ class AuditLog:
             db.execute("INSERT INTO rewards (decision_id, reward, source, feedback) VALUES (?, ?, ?, ?)",
                        (decision_id, float(reward), source, data))
 
+    @_guarded
     def sessions(self) -> set[str]:
         """The sessions (episodes) with recorded decisions."""
         return {r[0] for r in self._db.execute("SELECT DISTINCT session FROM decisions")}
 
+    @_guarded
     def discard_session(self, session: str) -> int:
         """Delete the decisions (and rewards) of ``session``: an episode a kill cut short, which a
         resumed run plays again. Returns how many decisions went."""
@@ -227,18 +241,40 @@ class AuditLog:
                 "scores", "features", "candidate_ids", "candidate_scores", "payload_ids", "payload_tokens",
                 "reason", "session", "resolution", "reward", "reward_source", "feedback")
 
+    @_guarded
     def _rows(self, where: str = "", args: tuple = ()) -> Iterator[dict[str, Any]]:
         sql = ("SELECT d.decision_id, d.query_id, d.policy, d.action, d.propensity, d.override, d.override_checks, "
                "d.scores, d.features, d.candidate_ids, d.candidate_scores, d.payload_ids, d.payload_tokens, "
                "d.reason, d.session, d.resolution, r.reward, r.source, r.feedback FROM decisions d LEFT JOIN rewards r "
                f"ON r.decision_id = d.decision_id {where} ORDER BY d.id")
         for row in self._db.execute(sql, args):
-            rec = dict(zip(self._COLUMNS, row))
-            for key in ("override_checks", "scores", "features", "candidate_ids", "candidate_scores", "payload_ids"):
-                rec[key] = json.loads(rec[key])
-            rec["feedback"] = json.loads(rec["feedback"]) if rec["feedback"] is not None else None
-            rec["override"] = bool(rec["override"])
-            yield rec
+            yield self._record(dict(zip(self._COLUMNS, row)))
+
+    def _record(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """A row with its JSON columns decoded and checked; a row that does not decode is damage (``StoreError``)."""
+        try:
+            for key, kind in (("override_checks", str), ("candidate_ids", int), ("candidate_scores", float),
+                              ("payload_ids", int)):
+                rec[key] = parse_json(rec[key], where=key)
+                if not isinstance(rec[key], list) or not all(
+                        isinstance(v, (int, float) if kind is float else kind) and not isinstance(v, bool)
+                        for v in rec[key]):
+                    raise InvalidInputError(f"{key} must be a list of {kind.__name__} values")
+            rec["features"] = validate(parse_json(rec["features"], where="features"), where="features")
+            check_number(rec["propensity"], "propensity")
+            check_int(rec["payload_tokens"], "payload_tokens")
+            if rec["reward"] is not None:
+                check_number(rec["reward"], "reward")
+            rec["scores"] = parse_json(rec["scores"], where="scores")
+            if not isinstance(rec["scores"], dict):
+                raise InvalidInputError("scores must be an object")
+            if rec["feedback"] is not None:
+                rec["feedback"] = parse_json(rec["feedback"], where="feedback")
+        except InvalidInputError as exc:
+            raise StoreError(f"{self.path}: decision {rec['decision_id']!r} is damaged ({exc}); restore the audit "
+                             "log from a backup") from None
+        rec["override"] = bool(rec["override"])
+        return rec
 
     def get(self, decision_id: str) -> dict[str, Any]:
         rows = list(self._rows("WHERE d.decision_id = ?", (decision_id,)))
@@ -249,6 +285,7 @@ class AuditLog:
     def decisions(self, *, policy: str | None = None) -> Iterator[dict[str, Any]]:
         return self._rows("WHERE d.policy = ?", (policy,)) if policy else self._rows()
 
+    @_guarded
     def __len__(self) -> int:
         return self._db.execute("SELECT count(*) FROM decisions").fetchone()[0]
 
