@@ -13,7 +13,8 @@ import json
 import sqlite3
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from repairmem import memory_from_episode
 from repairmem.errors import RepairmemError

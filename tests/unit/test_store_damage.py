@@ -10,7 +10,8 @@ import sqlite3
 import subprocess
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from repairmem import memory_from_episode
 from repairmem.errors import StoreError
@@ -130,7 +131,7 @@ def _immutable(path):
         os.chmod(path, 0o444)
         return True
     return shutil.which("chattr") is not None and subprocess.run(
-        ["chattr", "+i", str(path)], capture_output=True).returncode == 0
+        ["chattr", "+i", str(path)], capture_output=True, check=False).returncode == 0
 
 
 def test_importing_into_an_immutable_store_is_a_clear_error(tmp_path):
@@ -146,7 +147,10 @@ def test_importing_into_an_immutable_store_is_a_clear_error(tmp_path):
     try:
         err = cli_error("memory", "import", "--store", path, tmp_path / "exp" / "positive.jsonl")
     finally:
-        subprocess.run(["chattr", "-i", str(path)], capture_output=True) if os.geteuid() == 0 else os.chmod(path, 0o644)
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(path)], capture_output=True, check=False)
+        else:
+            os.chmod(path, 0o644)
     assert str(path) in err["error"] and "read-only" in err["error"] and err["kind"] == "StoreError", err
     assert path.read_bytes() == before
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO

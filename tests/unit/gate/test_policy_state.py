@@ -7,7 +7,8 @@ import json
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from repairmem.gate import Gate, Ledger
 from repairmem.gate.gate import load_gate_state, save_gate_state
