@@ -532,11 +532,14 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    args = None
     try:
         args = build_parser().parse_args(argv)
         code = args.func(args)
     except RepairmemError as exc:
-        if "--json" in argv:                     # --json: the error is JSON on stdout too, same exit code
+        # --json (or, when the arguments did not parse, the word --json among them): the error is JSON on
+        # stdout too, same exit code
+        if getattr(args, "json", False) if args is not None else "--json" in argv:
             print(json.dumps({"error": str(exc), "kind": type(exc).__name__}, ensure_ascii=False))
         print(exc.usage + str(exc) if isinstance(exc, UsageError) else f"repairmem: error: {exc}", file=sys.stderr)
         return 2
