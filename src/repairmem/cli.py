@@ -125,11 +125,21 @@ def cmd_memory_search(args):
 
 # -- memory verbs: the JSON of the MCP server (repairmem.service) on the command line ------------
 
+def _stdin_text(errors: str) -> str:
+    """Standard input decoded as UTF-8 with ``errors`` (not the locale's way, which may hide bad bytes
+    as lone surrogates)."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    return buffer.read().decode("utf-8", errors=errors) if buffer is not None else sys.stdin.read()
+
+
 def _read_request(args) -> Any:
     from .check import parse_json
     source = args.input or "-"
     if source == "-":
-        text = sys.stdin.read()
+        try:
+            text = _stdin_text("strict")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"standard input: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     else:
         try:
             text = Path(source).read_text(encoding="utf-8")
@@ -292,7 +302,7 @@ def cmd_classify_sql(args):
 def cmd_classify_terminal(args):
     from .classify.terminal import classify_terminal
     if args.log == "-":
-        log = sys.stdin.read()
+        log = _stdin_text("replace")          # like a log file: undecodable bytes become U+FFFD
     else:
         try:
             log = Path(args.log).read_text(encoding="utf-8", errors="replace")
