@@ -36,7 +36,7 @@ def connect_wal(path: str, *, busy_timeout_s: float, what: str) -> sqlite3.Conne
                 raise StoreError(f"{path}: could not switch to WAL journal mode (got {mode})")
         db.execute("PRAGMA synchronous = NORMAL")
     except SQLITE_FAILURES as exc:
-        raise StoreError(f"{path}: not a usable {what} ({exc})") from None
+        raise store_error(path, what, exc, opening=True) from None
     return db
 
 
@@ -68,12 +68,13 @@ _CAUSES = {8: "the file or its folder is read-only; nothing was written",
            26: "the file is damaged or not an SQLite database; restore it from a backup"}
 
 
-def store_error(path: str, what: str, exc: Exception) -> StoreError:
-    """The ``StoreError`` for ``exc`` (one of ``SQLITE_FAILURES``) on the ``what`` at ``path``: the file,
-    the cause, what to do."""
+def store_error(path: str, what: str, exc: Exception, *, opening: bool = False) -> StoreError:
+    """The ``StoreError`` for ``exc`` (one of ``SQLITE_FAILURES``) on the ``what`` at ``path``, while
+    ``opening`` it or later: the file, SQLite's words, and the cause and what to do when known."""
     code = 11 if isinstance(exc, UnicodeDecodeError) else getattr(exc, "sqlite_errorcode", 0) & 0xFF
     cause = _CAUSES.get(code, "")
-    return StoreError(f"{path}: {what} failed ({exc})" + (f": {cause}" if cause else ""))
+    head = f"not a usable {what}" if opening else f"{what} error"
+    return StoreError(f"{path}: {head} ({exc})" + (f": {cause}" if cause else ""))
 
 
 def sqlite_errors(what: str):

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
 from ..sqlite_wal import (
-    SQLITE_FAILURES, connect_wal, require_tables, sqlite_errors, stored_schema_version, write_transaction,
+    SQLITE_FAILURES, connect_wal, require_tables, sqlite_errors, store_error, stored_schema_version,
+    write_transaction,
 )
 from ..check import check_int, check_number, parse_json
 from ..errors import InvalidInputError, StoreError
@@ -113,7 +114,7 @@ class AuditLog:
         try:
             self._migrate()
         except SQLITE_FAILURES as exc:
-            raise StoreError(f"{self.path}: not a usable gate audit log ({exc})") from None
+            raise store_error(self.path, _WHAT, exc, opening=True) from None
 
     def close(self) -> None:
         self._db.close()

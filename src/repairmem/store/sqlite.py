@@ -27,7 +27,8 @@ import numpy as np
 from ..check import check_int, parse_json
 from ..errors import InvalidInputError, StoreError
 from ..sqlite_wal import (
-    SQLITE_FAILURES, connect_wal, require_tables, sqlite_errors, stored_schema_version, write_transaction,
+    SQLITE_FAILURES, connect_wal, require_tables, sqlite_errors, store_error, stored_schema_version,
+    write_transaction,
 )
 from ..types import (
     COUNTER_NAMES, Counters, Episode, MemoryVariant, Outcome, Polarity, Provenance, Scope,
@@ -161,7 +162,7 @@ class SQLiteMemoryStore:
         try:
             self._migrate()
         except SQLITE_FAILURES as exc:
-            raise StoreError(f"{self.path}: not a usable repairmem store ({exc})") from None
+            raise store_error(self.path, _WHAT, exc, opening=True) from None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
