@@ -85,7 +85,7 @@ def test_a_damaged_store_is_a_clear_error_for_every_verb(tmp_path, damage):
         err = cli_error(*verb, "--store", path)
         assert str(path) in err["error"] and err["kind"] == "StoreError", err
         assert re.search(message, err["error"]), err
-    assert not (tmp_path / "out" / "positive.jsonl").exists()
+    assert not (tmp_path / "out").exists()
     assert path.read_bytes() == before
 
 

@@ -154,12 +154,14 @@ def import_jsonl(store: MemoryStore, paths: Iterable[str | os.PathLike]) -> list
 
 
 def export_jsonl(store: MemoryStore, out_dir: str | os.PathLike) -> dict[str, int]:
-    """Write ``positive.jsonl`` and ``negative.jsonl`` under ``out_dir``; each file appears whole or not at all."""
-    out = output_dir(out_dir)
+    """Write ``positive.jsonl`` and ``negative.jsonl`` under ``out_dir``; each file appears whole or not at all.
+
+    The store is read first: a store that cannot be read leaves no folder behind."""
     by_file: dict[str, list[str]] = {name: [] for name in FILE_POLARITY}
     for memory in store.all_variants():
         name = "positive.jsonl" if memory.polarity is Polarity.POSITIVE else "negative.jsonl"
         by_file[name].append(json.dumps(variant_to_record(memory), ensure_ascii=False, sort_keys=True))
+    out = output_dir(out_dir)
     for name, lines in by_file.items():
         write_atomic(out / name, "".join(line + "\n" for line in lines))
     return {name: len(lines) for name, lines in by_file.items()}
