@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +27,35 @@ def make_episode(query_id: str, position: int, namespace: str = "db1", *, solved
     return Episode(episode_id=episode_id or f"{method}/{query_id}@{position}", query_id=query_id, position=position,
                    namespace=namespace, question=f"question {query_id}", attempts=attempts,
                    context="CREATE TABLE t (id int)", method=method, finalized=True)
+
+
+def run_cli(*argv, stdin: str = "") -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``repairmem ARGV`` run in this process; ``--help``'s exit counts as
+    an exit code. Anything else escaping ``main`` - a traceback for the user - fails the calling test."""
+    from repairmem.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _stdin(stdin):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def _stdin(text: str):
+    saved, sys.stdin = sys.stdin, io.StringIO(text)
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
+def cli_error(*argv) -> dict:
+    """The JSON error of ``repairmem ARGV --json``, which must exit with 2 (a clear error, not a traceback)."""
+    code, out, err = run_cli(*argv, "--json")
+    assert code == 2, (code, out, err)
+    return json.loads(out)
 
 
 @pytest.fixture

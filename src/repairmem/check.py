@@ -4,17 +4,24 @@ Every check returns the value it accepted and otherwise raises ``InvalidInputErr
 message of one form, ``"<where>: <name> must be <what><note>, got <value>"`` (``where`` and
 ``note`` optional), e.g. ``"episode q1: position must be an int >= 0, got -1"``. ``bool`` is never
 accepted as a number although Python makes it an ``int``: ``True`` as a count is a bug.
+
+``parse_json`` is the one strict JSON reader for data that comes from a file or a database row:
+duplicate keys, NaN/Infinity, lone surrogates and nesting deeper than ``MAX_JSON_DEPTH`` are errors.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 from typing import Any
 
 from .errors import InvalidInputError
 
-__all__ = ["check_bool", "check_int", "check_number", "check_str"]
+__all__ = ["INT64_MAX", "MAX_JSON_DEPTH", "check_bool", "check_int", "check_number", "check_str", "json_type", "parse_json"]
+
+INT64_MAX = 2**63 - 1      # the largest integer SQLite (and PostgreSQL's BIGINT) can store
+MAX_JSON_DEPTH = 64        # deeper nesting is never ours: a deeper document is refused, not recursed into
 
 
 def _fail(got: str, name: str, expected: str, where: str, note: str) -> InvalidInputError:
@@ -66,12 +73,83 @@ def check_bool(value: Any, name: str, *, where: str = "") -> bool:
 
 
 def check_str(value: Any, name: str, *, empty: bool = True, where: str = "", note: str = "") -> str:
-    """``value`` if it is a ``str`` (and not empty unless ``empty``).
+    """``value`` if it is a ``str`` of valid Unicode text (and not empty unless ``empty``).
 
     A value of another type is reported by its type name, not its text (which may be a whole log).
+    A lone surrogate (``"\\ud800"`` in JSON) is refused: no UTF-8 file or database can store it.
     """
     if not isinstance(value, str):
         raise _fail(type(value).__name__, name, "a string" if empty else "a non-empty string", where, note)
     if not empty and not value:
         raise _fail("''", name, "a non-empty string", where, note)
+    surrogate = _lone_surrogate(value)
+    if surrogate is not None:
+        raise _fail(f"a lone surrogate at index {surrogate}", name, "valid Unicode text", where, note)
+    return value
+
+
+def _lone_surrogate(text: str) -> int | None:
+    """Index of the first lone surrogate in ``text``, or None (the common ASCII case costs one scan)."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise InvalidInputError(f"duplicate key {duplicate!r} in a JSON object")
+    return out
+
+
+def json_type(value: Any) -> str:
+    """How JSON calls the type of a decoded ``value`` ("an object", "null", ...), for error messages."""
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _no_constant(name: str) -> None:
+    raise InvalidInputError(f"{name} is not a JSON number")
+
+
+def parse_json(text: str | bytes, *, where: str = "") -> Any:
+    """The JSON value of ``text``, read strictly; ``InvalidInputError`` naming ``where`` otherwise.
+
+    Refused, unlike ``json.loads``: duplicate object keys (which one would win?), NaN and
+    Infinity, integers too long for Python to read, strings holding a lone surrogate, and nesting
+    deeper than ``MAX_JSON_DEPTH`` (a 100,000-deep document would exhaust the recursion limit).
+    """
+    prefix = f"{where}: " if where else ""
+    if not isinstance(text, (str, bytes)):
+        raise InvalidInputError(f"{prefix}expected JSON text, got {type(text).__name__}")
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        at = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
+        raise InvalidInputError(f"{prefix}not valid JSON ({exc.msg} at {at})") from None
+    except RecursionError:
+        raise InvalidInputError(f"{prefix}JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{prefix}{exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:    # an integer of more than 4,300 digits, bytes not UTF-8
+        raise InvalidInputError(f"{prefix}unreadable JSON ({exc})") from None
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if _lone_surrogate(item) is not None:
+                raise InvalidInputError(f"{prefix}a JSON string holds a lone surrogate (not valid Unicode text)")
+            continue
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth >= MAX_JSON_DEPTH:
+            raise InvalidInputError(f"{prefix}JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children)
     return value

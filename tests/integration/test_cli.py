@@ -97,6 +97,10 @@ def test_classify_terminal_reads_a_log_from_stdin():
     log = "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    import yaml\nModuleNotFoundError: No module named 'yaml'\n"
     out = run_json("classify", "terminal", "--command", "python app.py", "--log", "-", stdin=log)
     assert out["family"] == "module_not_found"
+    # bytes that are not UTF-8 are replaced, as in a log file (not passed on as lone surrogates)
+    proc = subprocess.run([sys.executable, "-m", "repairmem", "classify", "terminal", "--log", "-", "--json"],
+                          input=log.encode() + b"\xff\xfe binary tail\n", capture_output=True, timeout=120)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["family"] == "module_not_found", proc.stderr
 
 
 def test_sql_exec_answers_queries_and_refuses_writes_leaving_the_file_unchanged(tmp_path):

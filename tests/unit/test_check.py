@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from repairmem.check import check_bool, check_int, check_number, check_str
+from repairmem.check import check_bool, check_int, check_number, check_str, parse_json
 from repairmem.errors import InvalidInputError
 
 
@@ -49,3 +49,32 @@ def test_check_bool_and_check_str():
         check_str("", "s", empty=False)
     with pytest.raises(InvalidInputError, match=r"^log must be a string, got bytes$"):
         check_str(b"x" * 10_000, "log")     # the type, not a 10 kB repr
+
+
+def test_check_str_refuses_a_lone_surrogate_by_position():
+    assert check_str("naïve ✓", "s") == "naïve ✓"
+    with pytest.raises(InvalidInputError, match=r"^memory: question must be valid Unicode text, got a lone surrogate "
+                                                r"at index 2$"):
+        check_str("ab\ud800c", "question", where="memory")
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"a": 1, "a": 2}', "duplicate key 'a'"),
+    ('{"a": NaN}', "NaN is not a JSON number"),
+    ('[Infinity]', "Infinity is not a JSON number"),
+    ('{"a": "\\ud800"}', "lone surrogate"),
+    ('{"\\udc00": 1}', "lone surrogate"),
+    ('[' * 100_000 + ']' * 100_000, "nested deeper than 64 levels"),      # past Python's recursion limit
+    ('[' * 65 + ']' * 65, "nested deeper than 64 levels"),                # within it, still refused
+    ('9' * 5000, "unreadable JSON"),
+    ('{"a": 1', "not valid JSON"),
+    (b'"\xff"', "unreadable JSON"),
+])
+def test_parse_json_refuses_what_json_loads_lets_through_or_crashes_on(text, message):
+    with pytest.raises(InvalidInputError, match=f"^line 3: .*{message}"):
+        parse_json(text, where="line 3")
+
+
+def test_parse_json_reads_ordinary_json():
+    assert parse_json('{"a": [1, 2.5, "x", null, true], "b": {}}') == {"a": [1, 2.5, "x", None, True], "b": {}}
+    assert parse_json('[' * 64 + ']' * 64) is not None

@@ -49,7 +49,7 @@ def other(record, i):
 
 
 @pytest.mark.parametrize("breakage, message", [
-    (lambda r: "{not json", "malformed JSON"),
+    (lambda r: "{not json", "not valid JSON"),
     (lambda r: {k: v for k, v in r.items() if k != "question"}, "missing field 'question'"),
     (lambda r: {**r, "format_version": 2}, "unknown format_version 2"),
     (lambda r: {**r, "gold_sql": "SELECT 1"}, "unknown field 'gold_sql'"),
@@ -57,6 +57,26 @@ def other(record, i):
     (lambda r: {**r, "provenance": []}, "provenance must be a non-empty list"),
     (lambda r: {**r, "outcome": "MAYBE"}, "unknown outcome"),
     (lambda r: {**r, "counters": {"uses": -1}}, "counter uses"),
+    # issue 19: each of these raised a traceback (and stored nothing only by luck) ...
+    (lambda r: {**r, "provenance": [{**r["provenance"][0], "source_pos": 10**30}]}, "source_pos must be an int in"),
+    (lambda r: {**r, "counters": {"uses": 10**30}}, "counter uses must be an int in"),
+    (lambda r: {**r, "provenance": r["provenance"] * 2}, "names episode .* twice"),
+    (lambda r: '{"a": ' * 100_000 + "1" + "}" * 100_000, "nested deeper than"),
+    (lambda r: json.dumps(r).replace('"question": "', '"question": "\\ud800'), "lone surrogate"),
+    (lambda r: json.dumps(r).replace('"source_pos": 0', '"source_pos": ' + "9" * 5000), "unreadable JSON"),
+    # ... and each of these was stored silently
+    (lambda r: {**r, "signatures": {"gold_sql": "SELECT 1"}}, "signatures: unknown key 'gold_sql'"),
+    (lambda r: {**r, "signatures": {"step": "3"}}, "signatures: step must be an int"),
+    (lambda r: {**r, "id": {"a": 1}}, "id must be an int"),
+    (lambda r: {**r, "kind": "bogus"}, "unknown kind 'bogus'"),
+    (lambda r: {**r, "provenance": [{**r["provenance"][0], "episode_id": 5}]}, "episode_id must be a non-empty string"),
+    (lambda r: {**r, "provenance": [{**r["provenance"][0], "method": 5}]}, "method must be a string"),
+    (lambda r: {**r, "provenance": [{**r["provenance"][0], "namespace": "other"}]}, "namespace 'other' differs"),
+    (lambda r: {**r, "counters": None}, "counters must be an object, got null"),
+    (lambda r: {**r, "signatures": None}, "signatures must be an object, got null"),
+    (lambda r: json.dumps(r)[:-1] + ', "question": "again"}', "duplicate key 'question'"),
+    (lambda r: {**r, "format_version": 3.0}, "unknown format_version 3.0"),
+    (lambda r: json.dumps(r).replace('"signatures": {}', '"signatures": {"step": NaN}'), "NaN is not a JSON number"),
 ])
 def test_bad_line_names_file_and_line_and_stores_nothing(tmp_path, good_record, breakage, message):
     path = write_lines(tmp_path / "positive.jsonl",

@@ -34,6 +34,7 @@ from typing import Any, Mapping, Sequence, TextIO
 from .. import __version__
 from ..check import check_int
 from ..untrusted import printable
+from ..files import output_dir
 from .gating import gate_blocks, gate_metrics
 from .metrics import ABLATIONS, Run, load_run, method_label, run_metrics
 from .stats import compare_methods
@@ -510,8 +511,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, base
     check_int(bootstrap, "bootstrap", low=1)
     run = load_run(run_dir)
     metrics = build_metrics(run, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
-    out = Path(out_dir) if out_dir is not None else run.path / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out_dir if out_dir is not None else run.path / "report")
     images = draw_plots(metrics)
     plots = {}
     for name, data in images.items():

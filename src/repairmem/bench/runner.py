@@ -46,7 +46,7 @@ from ..sql.evidence import sample_values
 from ..llm.protocol import ChatModel
 from ..store import open_store
 from ..sql.datasets import Dataset, load_dataset
-from ..files import append_jsonl, read_jsonl_lines
+from ..files import append_jsonl, output_dir, read_jsonl_lines
 from .initial import initial_predictions
 
 
@@ -174,7 +174,7 @@ def _write_run_json(out: Path, config: RunConfig) -> None:
 @contextmanager
 def _locked(out: Path):
     """Hold ``out/run.lock`` while this process writes the run (released when the process ends)."""
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out)
     with (out / "run.lock").open("a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

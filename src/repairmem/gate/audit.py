@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from ..sqlite_wal import check_ours, check_writable, connect_wal, write_transaction
-from ..check import check_int, check_number
+from ..sqlite_wal import (
+    SQLITE_FAILURES, check_ours, check_writable, connect_wal, require_tables, sqlite_errors, store_error,
+    stored_schema_version, write_transaction,
+)
+from ..check import check_int, check_number, parse_json
 from ..errors import InvalidInputError, StoreError
 from ..untrusted import printable
 from .actions import ACTIONS, INJECTING, Action, Payload
@@ -62,6 +64,11 @@ SCHEMA = [
         feedback TEXT NOT NULL)""",
     "CREATE INDEX decisions_by_query ON decisions (query_id)",
 ]
+
+
+_WHAT = "gate audit log"
+_TABLES = ("meta", "decisions", "rewards")
+_guarded = sqlite_errors(_WHAT)     # SQLite's errors on any public method: StoreError naming the file
 
 
 class UnknownDecisionError(InvalidInputError):
@@ -115,9 +122,9 @@ class AuditLog:
                 self._check_version(self._db)
             else:
                 self._migrate()
-        except sqlite3.DatabaseError as exc:
+        except SQLITE_FAILURES as exc:
             self._db.close()
-            raise StoreError(f"{self.path}: not a usable gate audit log ({exc})") from None
+            raise store_error(self.path, _WHAT, exc, opening=True) from None
         except BaseException:
             self._db.close()
             raise
@@ -153,7 +160,10 @@ class AuditLog:
     def _check_version(self, db) -> int:
         """The log's schema version: this repairmem's, or 2 (read as is, upgraded when opened to write);
         anything else is refused."""
-        version = int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+        require_tables(db, self.path, _WHAT, _TABLES)
+        version = stored_schema_version(db, self.path, _WHAT)
+        if version is None:
+            raise StoreError(f"{self.path}: the gate audit log has no schema version: the file is damaged")
         if version > SCHEMA_VERSION:
             raise StoreError(f"{self.path}: audit schema version {version} is newer than this repairmem "
                              f"supports ({SCHEMA_VERSION}); upgrade repairmem")
@@ -166,6 +176,7 @@ class AuditLog:
 
     # -- writes --------------------------------------------------------------------------------
 
+    @_guarded
     def record_decision(self, decision: Decision, *, query_id: str, candidates: Sequence[tuple[int, float]],
                         payload: Payload, decision_id: str | None = None, reason: str | None = None,
                         session: str = "", resolution: str = "", lead_id: int | None = None,
@@ -219,6 +230,7 @@ class AuditLog:
                        (decision_id, *row))
         return decision_id
 
+    @_guarded
     def record_reward(self, decision_id: str, reward: float, *, source: str,
                       feedback: Feedback | None = None) -> None:
         """Attach the observed reward (and where it came from) to a recorded decision, once."""
@@ -237,10 +249,12 @@ class AuditLog:
             db.execute("INSERT INTO rewards (decision_id, reward, source, feedback) VALUES (?, ?, ?, ?)",
                        (decision_id, float(reward), source, data))
 
+    @_guarded
     def sessions(self) -> set[str]:
         """The sessions (episodes) with recorded decisions."""
         return {r[0] for r in self._db.execute("SELECT DISTINCT session FROM decisions")}
 
+    @_guarded
     def discard_session(self, session: str) -> int:
         """Delete the decisions (and rewards) of ``session``: an episode a kill cut short, which a
         resumed run plays again. Returns how many decisions went."""
@@ -256,6 +270,7 @@ class AuditLog:
                 "reason", "session", "resolution", "lead_id", "injected_tokens", "reward", "reward_source",
                 "feedback")
 
+    @_guarded
     def _rows(self, where: str = "", args: tuple = ()) -> Iterator[dict[str, Any]]:
         lead, tokens = (("d.lead_id", "coalesce(d.injected_tokens, d.payload_tokens)") if self.version >= 3
                         else ("NULL", "d.payload_tokens"))
@@ -265,12 +280,33 @@ class AuditLog:
                "FROM decisions d LEFT JOIN rewards r "
                f"ON r.decision_id = d.decision_id {where} ORDER BY d.id")
         for row in self._db.execute(sql, args):
-            rec = dict(zip(self._COLUMNS, row))
-            for key in ("override_checks", "scores", "features", "candidate_ids", "candidate_scores", "payload_ids"):
-                rec[key] = json.loads(rec[key])
-            rec["feedback"] = json.loads(rec["feedback"]) if rec["feedback"] is not None else None
-            rec["override"] = bool(rec["override"])
-            yield rec
+            yield self._record(dict(zip(self._COLUMNS, row)))
+
+    def _record(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """A row with its JSON columns decoded and checked; a row that does not decode is damage (``StoreError``)."""
+        try:
+            for key, kind in (("override_checks", str), ("candidate_ids", int), ("candidate_scores", float),
+                              ("payload_ids", int)):
+                rec[key] = parse_json(rec[key], where=key)
+                if not isinstance(rec[key], list) or not all(
+                        isinstance(v, (int, float) if kind is float else kind) and not isinstance(v, bool)
+                        for v in rec[key]):
+                    raise InvalidInputError(f"{key} must be a list of {kind.__name__} values")
+            rec["features"] = validate(parse_json(rec["features"], where="features"), where="features")
+            check_number(rec["propensity"], "propensity")
+            check_int(rec["payload_tokens"], "payload_tokens")
+            if rec["reward"] is not None:
+                check_number(rec["reward"], "reward")
+            rec["scores"] = parse_json(rec["scores"], where="scores")
+            if not isinstance(rec["scores"], dict):
+                raise InvalidInputError("scores must be an object")
+            if rec["feedback"] is not None:
+                rec["feedback"] = parse_json(rec["feedback"], where="feedback")
+        except InvalidInputError as exc:
+            raise StoreError(f"{self.path}: decision {rec['decision_id']!r} is damaged ({exc}); restore the audit "
+                             "log from a backup") from None
+        rec["override"] = bool(rec["override"])
+        return rec
 
     def get(self, decision_id: str) -> dict[str, Any]:
         rows = list(self._rows("WHERE d.decision_id = ?", (decision_id,)))
@@ -281,6 +317,7 @@ class AuditLog:
     def decisions(self, *, policy: str | None = None) -> Iterator[dict[str, Any]]:
         return self._rows("WHERE d.policy = ?", (policy,)) if policy else self._rows()
 
+    @_guarded
     def __len__(self) -> int:
         return self._db.execute("SELECT count(*) FROM decisions").fetchone()[0]
 

@@ -26,6 +26,7 @@ from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from ..check import parse_json
 from ..errors import InvalidInputError
 from ..files import write_atomic
 from ..types import Counters, MemoryVariant
@@ -258,8 +259,8 @@ def load_gate_state(path, **gate_options) -> tuple[Gate, dict]:
     """(``Gate``, meta) restored from ``save_gate_state``'s file; ``CorruptStateError`` if it cannot be trusted."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = parse_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, InvalidInputError) as exc:
         raise CorruptStateError(f"{path}: cannot read gate state ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != GATE_STATE_FORMAT or data.get("version") != 1:
         raise CorruptStateError(f"{path}: not a repairmem gate state file (version 1)")
@@ -270,7 +271,7 @@ def load_gate_state(path, **gate_options) -> tuple[Gate, dict]:
         ledger = Ledger({int(k): Counters(*v) for k, v in data["ledger"].items()})
     except (InvalidInputError, KeyError, TypeError, ValueError) as exc:
         raise CorruptStateError(f"{path}: invalid gate state ({exc})") from None
-    policy.load_state(data["state"], where=str(path))
+    policy.load_state(data.get("state"), where=str(path))
     return Gate(policy, ledger=ledger, **gate_options), data.get("meta", {})
 
 

@@ -13,9 +13,13 @@ One JSON object per line::
      "id": 12}
 
 Fields are checked strictly: an unknown field is an error, so nothing the model must not see (a
-reference query, reference rows) can ride along. ``id`` is informational; the importing store
-assigns its own. An import parses and validates every line of every file first and then stores
-everything in one transaction: a bad line anywhere means nothing is stored.
+reference query, reference rows) can ride along, and ``signatures`` holds only the keys of
+``types.SIGNATURE_FIELDS``. Each line is read by ``check.parse_json`` (no duplicate keys, no NaN,
+no deep nesting), ``format_version`` is the int 3, optional fields, when present, have their type
+(``counters: null`` is an error, not zero counters), and every provenance entry names the memory's
+own namespace (or none). ``id`` is informational; the importing store assigns its own. An import
+parses and validates every line of every file first and then stores everything in one
+transaction: a bad line anywhere means nothing is stored.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..check import INT64_MAX, check_int, json_type, parse_json
 from ..errors import ImportFormatError, InvalidInputError
-from ..files import write_atomic
+from ..files import output_dir, write_atomic
 from ..types import COUNTER_NAMES, FORMAT_VERSION, Counters, MemoryVariant, Polarity, Provenance
 from .protocol import MemoryStore
 
@@ -74,8 +79,9 @@ def record_to_variant(record: Any, *, expected_polarity: Polarity | None = None)
     if not isinstance(record, dict):
         raise InvalidInputError(f"expected a JSON object, got {type(record).__name__}")
     version = record.get("format_version")
-    if version != FORMAT_VERSION:
-        raise InvalidInputError(f"unknown format_version {version!r}; this repairmem reads version {FORMAT_VERSION}")
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise InvalidInputError(f"unknown format_version {version!r}; this repairmem reads version {FORMAT_VERSION} "
+                                "(an integer)")
     _require_fields(record, REQUIRED, OPTIONAL, "memory record")
     transition = record["transition"]
     if not isinstance(transition, dict):
@@ -89,14 +95,17 @@ def record_to_variant(record: Any, *, expected_polarity: Polarity | None = None)
         if not isinstance(p, dict):
             raise InvalidInputError(f"provenance[{i}] must be an object")
         _require_fields(p, ("source_query", "episode_id", "source_pos"), ("method", "namespace"), f"provenance[{i}]")
+        if p.get("namespace", "") not in ("", record["namespace"]):
+            raise InvalidInputError(f"provenance[{i}]: namespace {p['namespace']!r} differs from the memory's "
+                                    f"{record['namespace']!r}")
         provs.append(Provenance(**p))
-    counters = record.get("counters") or {}
+    counters = record.get("counters", {})
     if not isinstance(counters, dict):
-        raise InvalidInputError("counters must be an object")
+        raise InvalidInputError(f"counters must be an object, got {json_type(counters)}")
     _require_fields(counters, (), COUNTER_NAMES, "counters")
-    signatures = record.get("signatures") or {}
+    signatures = record.get("signatures", {})
     if not isinstance(signatures, dict):
-        raise InvalidInputError("signatures must be an object")
+        raise InvalidInputError(f"signatures must be an object, got {json_type(signatures)}")
     memory = MemoryVariant(
         kind=record["kind"], polarity=record["polarity"], namespace=record["namespace"],
         failure_type=record["failure_type"], question=record["question"],
@@ -105,6 +114,8 @@ def record_to_variant(record: Any, *, expected_polarity: Polarity | None = None)
         context=record.get("context", ""), failure_context=record.get("failure_context", ""),
         error=record.get("error", ""), signatures=signatures, provenance=tuple(provs),
         counters=Counters(**counters))
+    if record.get("id") is not None:
+        check_int(record["id"], "id", low=0, high=INT64_MAX, note=" or null")
     if expected_polarity is not None and memory.polarity is not expected_polarity:
         raise InvalidInputError(f"polarity {memory.polarity.value!r} in a file that holds "
                                 f"{'positive' if expected_polarity is Polarity.POSITIVE else 'negative'} memories")
@@ -126,11 +137,7 @@ def read_jsonl(path: str | os.PathLike) -> list[MemoryVariant]:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ImportFormatError(str(path), lineno, f"malformed JSON ({exc.msg} at column {exc.colno})") from None
-                try:
-                    variants.append(record_to_variant(record, expected_polarity=expected))
+                    variants.append(record_to_variant(parse_json(line), expected_polarity=expected))
                 except InvalidInputError as exc:
                     raise ImportFormatError(str(path), lineno, str(exc)) from None
         except UnicodeDecodeError as exc:
@@ -147,13 +154,14 @@ def import_jsonl(store: MemoryStore, paths: Iterable[str | os.PathLike]) -> list
 
 
 def export_jsonl(store: MemoryStore, out_dir: str | os.PathLike) -> dict[str, int]:
-    """Write ``positive.jsonl`` and ``negative.jsonl`` under ``out_dir``; each file appears whole or not at all."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write ``positive.jsonl`` and ``negative.jsonl`` under ``out_dir``; each file appears whole or not at all.
+
+    The store is read first: a store that cannot be read leaves no folder behind."""
     by_file: dict[str, list[str]] = {name: [] for name in FILE_POLARITY}
     for memory in store.all_variants():
         name = "positive.jsonl" if memory.polarity is Polarity.POSITIVE else "negative.jsonl"
         by_file[name].append(json.dumps(variant_to_record(memory), ensure_ascii=False, sort_keys=True))
+    out = output_dir(out_dir)
     for name, lines in by_file.items():
         write_atomic(out / name, "".join(line + "\n" for line in lines))
     return {name: len(lines) for name, lines in by_file.items()}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,9 +24,12 @@ from typing import Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from ..check import check_int
+from ..check import check_int, parse_json
 from ..errors import InvalidInputError, StoreError
-from ..sqlite_wal import check_ours, check_writable, connect_wal, write_transaction
+from ..sqlite_wal import (
+    SQLITE_FAILURES, check_ours, check_writable, connect_wal, require_tables, sqlite_errors, store_error,
+    stored_schema_version, write_transaction,
+)
 from ..types import (
     COUNTER_NAMES, Counters, Episode, MemoryVariant, Outcome, Polarity, Provenance, Scope,
 )
@@ -88,6 +92,9 @@ MIGRATIONS: list[list[str]] = [
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+_TABLES = tuple(re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m)))
+_WHAT = "repairmem store"
+_guarded = sqlite_errors(_WHAT)     # SQLite's errors on any public method: StoreError naming the file
 
 _VARIANT_COLUMNS = ("id, kind, polarity, namespace, failure_type, failure_subtype, root_cause, question, "
                     "context, failure_context, before, after, outcome, error, signatures, "
@@ -158,11 +165,12 @@ class SQLiteMemoryStore:
         try:
             if read_only:
                 self._check_version(self._stored_version(self._db), upgradable=False)
+                require_tables(self._db, self.path, _WHAT, _TABLES)
             else:
                 self._migrate()
-        except sqlite3.DatabaseError as exc:
+        except SQLITE_FAILURES as exc:
             self._db.close()
-            raise StoreError(f"{self.path}: not a usable repairmem store ({exc})") from None
+            raise store_error(self.path, _WHAT, exc, opening=True) from None
         except BaseException:
             self._db.close()
             raise
@@ -185,10 +193,8 @@ class SQLiteMemoryStore:
             yield db
         self._own_writes += 1   # this connection's commits do not move PRAGMA data_version
 
-    @staticmethod
-    def _stored_version(db) -> int:
-        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+    def _stored_version(self, db) -> int:
+        return stored_schema_version(db, self.path, _WHAT) or 0
 
     def _check_version(self, version: int, *, upgradable: bool) -> None:
         """Refuse a store this repairmem cannot read: newer, or older when it may not migrate it."""
@@ -212,13 +218,16 @@ class SQLiteMemoryStore:
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                            (str(SCHEMA_VERSION),))
+            require_tables(db, self.path, _WHAT, _TABLES)
 
     @property
+    @_guarded
     def schema_version(self) -> int:
-        return int(self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+        return stored_schema_version(self._db, self.path, _WHAT)
 
     # -- writes ------------------------------------------------------------------------------
 
+    @_guarded
     def finalize(self, episode: Episode, memory: MemoryVariant | None) -> int | None:
         if not episode.finalized:
             raise InvalidInputError(f"episode {episode.episode_id} is not finalized; memory is written only at finalization")
@@ -295,6 +304,7 @@ class SQLiteMemoryStore:
                        [(int(vid), encoder, matrix.shape[1], np.ascontiguousarray(row, dtype=np.float32).tobytes())
                         for vid, row in zip(ids, matrix)])
 
+    @_guarded
     def put_vectors(self, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
         """Store vectors computed outside the store (e.g. rebuilding for a new encoder), atomically."""
         matrix = np.asarray(matrix, dtype=np.float32)
@@ -303,6 +313,7 @@ class SQLiteMemoryStore:
         with self._write() as db:
             self._put_vectors(db, encoder, ids, matrix)
 
+    @_guarded
     def vectors(self, encoder: str, ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
         """(ids that have a vector for ``encoder``, their vectors as a float32 matrix), in id order."""
         found: list[int] = []
@@ -311,10 +322,10 @@ class SQLiteMemoryStore:
         for start in range(0, len(ids), 900):
             chunk = [int(i) for i in ids[start:start + 900]]
             marks = ",".join("?" * len(chunk))
-            for vid, d, blob in self._db.execute(
+            for vid, d, blob in self._rows("embeddings", (int, int, bytes), self._db.execute(
                     f"SELECT variant_id, dim, vector FROM embeddings WHERE encoder = ? AND variant_id IN ({marks})",
-                    (encoder, *chunk)):
-                if dim is not None and d != dim:
+                    (encoder, *chunk))):
+                if (dim is not None and d != dim) or len(blob) != 4 * d:
                     raise StoreError(f"{self.path}: vectors of encoder {encoder!r} have mixed dimensions")
                 dim = d
                 found.append(vid)
@@ -323,10 +334,13 @@ class SQLiteMemoryStore:
         matrix = np.stack([rows[i] for i in order]) if rows else np.zeros((0, 0), dtype=np.float32)
         return [found[i] for i in order], matrix
 
+    @_guarded
     def variant_ids(self, after: int = 0) -> list[int]:
         """Ids of all variants newer than ``after`` (ids only grow), in order."""
-        return [r[0] for r in self._db.execute("SELECT id FROM variants WHERE id > ? ORDER BY id", (after,))]
+        return [r[0] for r in self._rows("variants", (int,), self._db.execute(
+            "SELECT id FROM variants WHERE id > ? ORDER BY id", (after,)))]
 
+    @_guarded
     def import_variants(self, variants: Iterable[MemoryVariant]) -> list[int]:
         """Store imported variants (with their provenance and counters) all at once or not at all.
 
@@ -363,6 +377,18 @@ class SQLiteMemoryStore:
             self._store_vectors(db, fresh)   # one batch, inside the same transaction
         return ids
 
+    def _rows(self, table: str, types: tuple, rows: Iterable[tuple]) -> list[tuple]:
+        """``rows`` read from ``table``, each value of its column's type in ``types``: SQLite keeps any
+        value in any column, and only damage puts another there (``StoreError``)."""
+        rows = list(rows)
+        for row in rows:
+            for value, kind in zip(row, types):
+                if not isinstance(value, kind):
+                    raise StoreError(f"{self.path}: a row of {table} holds {type(value).__name__} {str(value)[:40]!r} "
+                                     "where another type belongs: the file is damaged; restore it from a backup")
+        return rows
+
+    @_guarded
     def record_feedback(self, variant_id: int, **increments: int) -> None:
         unknown = set(increments) - set(COUNTER_NAMES)
         if unknown:
@@ -379,6 +405,7 @@ class SQLiteMemoryStore:
 
     # -- reads -------------------------------------------------------------------------------
 
+    @_guarded
     def _refresh(self) -> _Mirror:
         """Bring the mirror up to date with rows committed since the last look (by any process)."""
         data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
@@ -395,6 +422,8 @@ class SQLiteMemoryStore:
                 (m.last_episode,)).fetchall()
         finally:
             self._db.execute("COMMIT")
+        self._rows("variants", (int, str, str, str, str), new_variants)     # before the mirror changes
+        self._rows("episodes", (int, (int, type(None)), str, int), new_episodes)
         for vid, polarity, namespace, kind, failure_type in new_variants:
             m.row_of[vid] = len(m.ids)
             m.ids.append(vid)
@@ -408,7 +437,10 @@ class SQLiteMemoryStore:
             m.last_episode = eid
             if vid is None:
                 continue
-            row = m.row_of[vid]
+            row = m.row_of.get(vid)
+            if row is None:
+                raise StoreError(f"{self.path}: episode row {eid} points at memory #{vid}, which is not stored: the "
+                                 "file is damaged; restore it from a backup")
             m.first_pos[row] = min(m.first_pos[row], pos)
             m.by_query.setdefault(query, set()).add(vid)
         if new_variants or new_episodes:
@@ -446,12 +478,13 @@ class SQLiteMemoryStore:
     def candidates(self, **query) -> list[MemoryVariant]:
         return self.get(self.eligible_ids(**query).tolist())
 
+    @_guarded
     def get(self, ids: Sequence[int]) -> list[MemoryVariant]:
         ids = [int(i) for i in ids]
         if not ids:
             return []
         found: dict[int, MemoryVariant] = {}
-        provenance: dict[int, list[Provenance]] = {}
+        provenance: dict[int, list[tuple]] = {}
         self._db.execute("BEGIN")
         try:
             for start in range(0, len(ids), 500):
@@ -462,20 +495,23 @@ class SQLiteMemoryStore:
                 for vid, query, ep, pos, method, ns in self._db.execute(
                         "SELECT variant_id, source_query, episode_id, source_pos, method, namespace FROM episodes "
                         f"WHERE variant_id IN ({marks}) ORDER BY source_pos, id", chunk):
-                    provenance.setdefault(vid, []).append(Provenance(query, ep, pos, method, ns))
+                    provenance.setdefault(vid, []).append((query, ep, pos, method, ns))
         finally:
             self._db.execute("COMMIT")
         missing = [i for i in ids if i not in found]
         if missing:
             raise InvalidInputError(f"{self.path}: no memory with id {missing[0]}")
-        return [_variant_from_row(found[i], provenance.get(i, [])) for i in ids]
+        return [_variant_from_row(found[i], provenance.get(i, []), where=self.path) for i in ids]
 
+    @_guarded
     def all_variants(self) -> list[MemoryVariant]:
-        return self.get([r[0] for r in self._db.execute("SELECT id FROM variants ORDER BY id")])
+        return self.get(self.variant_ids())
 
+    @_guarded
     def __len__(self) -> int:
         return self._db.execute("SELECT count(*) FROM variants").fetchone()[0]
 
+    @_guarded
     def stats(self) -> dict:
         db = self._db
 
@@ -501,6 +537,7 @@ class SQLiteMemoryStore:
                 "GROUP BY variant_id HAVING count(*) > 1)").fetchone()[0],
         }
 
+    @_guarded
     def integrity_problems(self) -> list[str]:
         """What would make this store inconsistent; empty when it is sound (used after crashes)."""
         problems = [r[0] for r in self._db.execute("PRAGMA integrity_check") if r[0] != "ok"]
@@ -515,15 +552,21 @@ class SQLiteMemoryStore:
         return problems
 
 
-def _variant_from_row(row, provenance: list[Provenance]) -> MemoryVariant:
+def _variant_from_row(row, provenance: Sequence, *, where: str = "store") -> MemoryVariant:
+    """The memory of one ``variants`` row and its ``episodes`` rows (``Provenance`` or its field tuples);
+    rows that do not make a valid memory are damage (``StoreError``)."""
     (vid, kind, polarity, namespace, failure_type, failure_subtype, root_cause, question, context,
      failure_context, before, after, outcome, error, signatures, *counts) = row
-    return MemoryVariant(
-        kind=kind, polarity=Polarity(polarity), namespace=namespace, failure_type=failure_type,
-        failure_subtype=failure_subtype, root_cause=root_cause, question=question, context=context,
-        failure_context=failure_context, before=before, after=after, outcome=Outcome(outcome), error=error,
-        signatures=json.loads(signatures), provenance=tuple(provenance),
-        counters=Counters(*counts), id=vid)
+    try:
+        return MemoryVariant(
+            kind=kind, polarity=Polarity.parse(polarity), namespace=namespace, failure_type=failure_type,
+            failure_subtype=failure_subtype, root_cause=root_cause, question=question, context=context,
+            failure_context=failure_context, before=before, after=after, outcome=Outcome.parse(outcome),
+            error=error, signatures=parse_json(signatures, where="signatures"),
+            provenance=tuple(p if isinstance(p, Provenance) else Provenance(*p) for p in provenance),
+            counters=Counters(*counts), id=vid)
+    except (InvalidInputError, TypeError) as exc:
+        raise StoreError(f"{where}: memory #{vid} is damaged ({exc}); restore the store from a backup") from None
 
 
 def open_store(path: str | os.PathLike, *, embedder: Embedder | None = None,

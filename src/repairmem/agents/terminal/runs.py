@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 from ...check import check_int
 from ...errors import InvalidInputError
-from ...files import append_jsonl, read_jsonl_lines
+from ...files import append_jsonl, output_dir, read_jsonl_lines
 from ...llm.protocol import ChatModel
 from ..tasks import load_tasks
 from ..workspace import SANDBOXES, TaskSetupError, choose_sandbox
@@ -113,7 +113,7 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
                                     f"resume with the same arguments or choose another --out")
         run_id = meta["run_id"]
     else:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        output_dir(out_dir)
         run_id = f"{out_dir.name}-{secrets.token_hex(4)}"
         meta = None
     experience = None

@@ -42,6 +42,7 @@ from ...gate.actions import payload_latency_ms
 from ...gate.features import FeatureExtractor
 from ...gate.policies import (RSCBMC, UCB1, Decision, EpsilonGreedy, LinUCB, Oracle, Policy, RiskSensitiveThompson,
                               StaticAbstention, StaticHybrid, ThompsonSampling)
+from ...files import output_dir
 from ...types import Counters
 from . import ope
 from .generate import Case, Prepared, Scale, World, data_hash, scale_of
@@ -391,8 +392,7 @@ def _prepare(world: World, cases: Sequence[Case], event_seed) -> list[Prepared]:
 def run_benchmark(scale: Scale | str, out_dir: str | Path, *, progress: TextIO | None = None) -> dict:
     """Generate the data, run every section, return the results (also used by ``gate_bench_main``)."""
     scale = scale_of(scale) if isinstance(scale, str) else scale
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_dir(out_dir)
     t_start = time.perf_counter()
     say = (lambda msg: print(f"[gate bench {time.perf_counter() - t_start:6.1f}s] {msg}", file=progress, flush=True)) \
         if progress else (lambda msg: None)

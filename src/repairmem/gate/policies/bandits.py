@@ -16,7 +16,7 @@ import numpy as np
 
 from ...check import check_int
 from ..actions import N_ACTIONS
-from .base import ALL, _NEG_INF, Decision, Policy, _argmax, _check_x, _number, _seed
+from .base import ALL, _NEG_INF, CorruptStateError, Decision, Policy, _argmax, _check_x, _number, _seed
 
 
 @dataclass
@@ -31,6 +31,14 @@ class _MeanBandit(Policy):
     def _learn(self, decision, reward, false_positive) -> None:
         self.counts[decision.index] += 1
         self.sums[decision.index] += reward
+
+    def _check_state(self, loaded, where: str) -> None:
+        """Counts are >= 0, and an action never tried has no reward sum (else means are NaN or nonsense)."""
+        for a, (n, total) in enumerate(zip(loaded["counts"], loaded["sums"])):
+            if n < 0:
+                raise CorruptStateError(f"{where}: counts[{a}] is {n}; a count is >= 0")
+            if n == 0 and total != 0:
+                raise CorruptStateError(f"{where}: sums[{a}] is {total} for an action never tried (counts[{a}] = 0)")
 
     def _means(self) -> list[float]:
         return [s / n if n else 0.0 for s, n in zip(self.sums, self.counts)]

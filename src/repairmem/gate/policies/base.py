@@ -150,6 +150,10 @@ class Policy:
         return out
 
     def load_state(self, state: Mapping[str, Any], *, where: str = "policy state") -> None:
+        """Restore ``state()``'s output after checking it: shapes, types, finiteness and what each
+        policy's learned state must satisfy (``_check_state``); a checksum alone proves none of it."""
+        if not isinstance(state, Mapping):
+            raise CorruptStateError(f"{where}: {self.name} state must be an object, got {type(state).__name__}")
         missing = [k for k in ("t", "rng", *self._state_keys) if k not in state]
         if missing:
             raise CorruptStateError(f"{where}: {self.name} state lacks {missing[0]!r}")
@@ -160,6 +164,7 @@ class Policy:
         loaded = {}
         for key, template in fresh.items():
             loaded[key] = _restore(state[key], template, f"{where}: {key}")
+        self._check_state(loaded, where)
         rng = np.random.default_rng()
         try:
             rng.bit_generator.state = state["rng"]
@@ -169,6 +174,9 @@ class Policy:
         for key, value in loaded.items():
             setattr(self, key, value)
         self._after_load()
+
+    def _check_state(self, loaded: dict[str, Any], where: str) -> None:
+        """``CorruptStateError`` if restored state (well-shaped and finite) is still impossible."""
 
     def _after_load(self) -> None:
         pass
@@ -209,6 +217,8 @@ def _restore(value, template, where: str):
         for v, t in zip(value, template):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise CorruptStateError(f"{where}: contains a non-finite or non-numeric value {v!r}")
+            if isinstance(t, int) and not isinstance(v, int):
+                raise CorruptStateError(f"{where}: expected whole numbers, got {v!r}")
             out.append(type(t)(v))
         return out
     if isinstance(template, (int, float)) and not isinstance(template, bool):

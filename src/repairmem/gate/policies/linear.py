@@ -22,7 +22,7 @@ from ...check import check_int
 from ..actions import INJECTS, N_ACTIONS
 from ..features import FEATURE_NAMES, INV_SCALES, N_FEATURES
 from .bandits import _PosteriorSampling
-from .base import ALL, D, _INJ, _NEG_INF, _ONE, Decision, Policy, _argmax, _check_x, _number, _seed
+from .base import ALL, D, _INJ, _NEG_INF, _ONE, CorruptStateError, Decision, Policy, _argmax, _check_x, _number, _seed
 
 
 def _inv_scale(mask: Sequence[int]) -> np.ndarray:
@@ -69,6 +69,23 @@ class _Linear(Policy):
         self._M = np.zeros((N_ACTIONS * D + 2 * N_ACTIONS, D))
         self._buf = np.ones(D)
         self._after_load()
+
+    def _check_state(self, loaded, where: str) -> None:
+        """Each A_a^-1 is the inverse of ridge I + sum phi phi^T: symmetric with eigenvalues in
+        (0, 1/ridge]; and theta = A^-1 b stays finite. Anything else scores NaN or nonsense."""
+        A_inv = loaded["A_inv"]
+        bound = (1.0 + 1e-6) / self.ridge
+        for a in range(N_ACTIONS):
+            if not np.allclose(A_inv[a], A_inv[a].T, rtol=1e-9, atol=1e-12 * bound):
+                raise CorruptStateError(f"{where}: A_inv[{a}] is not symmetric")
+            eig = np.linalg.eigvalsh(A_inv[a])
+            if eig[0] <= 0 or eig[-1] > bound:
+                raise CorruptStateError(f"{where}: A_inv[{a}] has eigenvalues in [{eig[0]:.3g}, {eig[-1]:.3g}]; "
+                                        f"the inverse of a ridge model lies in (0, 1/ridge = {1 / self.ridge:.3g}]")
+        with np.errstate(all="ignore"):
+            thetas = np.einsum("aij,aj->ai", A_inv, loaded["b"]), np.einsum("aij,aj->ai", A_inv, loaded["b_fp"])
+        if not all(np.isfinite(t).all() for t in thetas):
+            raise CorruptStateError(f"{where}: b or b_fp is so large that the model's weights overflow")
 
     def _after_load(self) -> None:
         # theta_a = A_a^-1 b_a computed exactly as ``_learn`` does, so a reloaded policy scores bit for bit

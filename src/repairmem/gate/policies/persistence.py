@@ -2,6 +2,8 @@
 
 A state file is JSON written atomically (parameters, learned state, RNG) with a SHA-256 checksum:
 a truncated, edited or otherwise corrupted file raises ``CorruptStateError``; it is never reset.
+The checksum proves only that the file is as written: the state is also checked for what it must
+be (``Policy.load_state``), so an edit with a recomputed checksum cannot load NaN scores.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from ...check import parse_json
 from ...errors import InvalidInputError
 from ...files import write_atomic
 from .bandits import UCB1, EpsilonGreedy, ThompsonSampling
@@ -63,10 +66,10 @@ def load_policy(path: str | Path) -> Policy:
     except (OSError, UnicodeDecodeError) as exc:
         raise CorruptStateError(f"{path}: cannot read policy state ({exc})") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CorruptStateError(f"{path}:{exc.lineno}: policy state is not valid JSON ({exc.msg}); the file is "
-                                "corrupted - restore it from a backup or delete it to start a fresh policy") from None
+        data = parse_json(text)
+    except InvalidInputError as exc:
+        raise CorruptStateError(f"{path}: policy state: {exc}; the file is corrupted - restore it from a backup "
+                                "or delete it to start a fresh policy") from None
     if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
         raise CorruptStateError(f"{path}: not a repairmem gate policy state file")
     if data.get("version") != STATE_VERSION:
@@ -80,5 +83,5 @@ def load_policy(path: str | Path) -> Policy:
         policy = make_policy(data["policy"], **data["params"])
     except (InvalidInputError, KeyError, TypeError) as exc:
         raise CorruptStateError(f"{path}: invalid policy parameters ({exc})") from None
-    policy.load_state(data["state"], where=str(path))
+    policy.load_state(data.get("state"), where=str(path))
     return policy
