@@ -1,0 +1,63 @@
+"""The run records committed under ``records/`` regenerate their tables from the repository alone.
+
+``repairmem sql report`` reads the packed (gzip) records as they are; its Table 1 must equal what
+the records themselves say, episode by episode.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = sorted(p.parent for p in (ROOT / "records").glob("*/run.json"))
+
+
+def records(run: Path) -> dict[str, list[dict]]:
+    out = {}
+    for path in sorted((run / "records").glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            out[path.name.removesuffix(".jsonl.gz")] = [json.loads(line) for line in fh if line.strip()]
+    return out
+
+
+def test_there_are_committed_sql_runs():
+    assert RUNS, "records/ holds no packed SQL run (python benchmarks/pack_run.py pack RUN_DIR records/NAME)"
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r.name for r in RUNS])
+def test_table_1_regenerates_from_the_committed_records(run, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "repairmem", "sql", "report", str(run), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = (tmp_path / "report.md").read_text(encoding="utf-8").split("## Table 1.")[1].split("## ")[0]
+    for stream, recs in records(run).items():
+        method, seed = stream.rsplit("-seed", 1)
+        row = next(line for line in table.splitlines() if f"(`{method}`)" in line)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        n, initial, final = int(cells[2]), float(cells[3]), float(cells[4])
+        assert n == len(recs)
+        assert initial == pytest.approx(100 * sum(r["initial_correct"] for r in recs) / n, abs=0.006)
+        assert final == pytest.approx(100 * sum(r["final_correct"] for r in recs) / n, abs=0.006)
+        assert [r["position"] for r in recs] == list(range(n))      # a stream, in order, nothing missing
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r.name for r in RUNS])
+def test_committed_records_hold_no_reference_sql(run):
+    dev = ROOT.parent / "shared" / "bench" / "spider" / "dev.json"
+    if not dev.is_file():
+        pytest.skip(f"the Spider dev set is not at {dev}: cannot compare with its reference SQL")
+    gold = {f"spider_dev/{i}": " ".join(q["query"].split()) for i, q in enumerate(json.loads(dev.read_text()))}
+    leaks = []
+    for stream, recs in records(run).items():
+        for r in recs:       # the model may write the reference itself; anything else holding it is a leak
+            rest = {k: v for k, v in r.items() if k != "attempts"}
+            rest["attempts"] = [{k: v for k, v in a.items() if k not in ("sql", "raw")} for a in r["attempts"]]
+            if gold[r["example_id"]] in " ".join(json.dumps(rest).split()):
+                leaks.append((stream, r["example_id"]))
+    assert not leaks, f"reference SQL found outside the model's own answers: {leaks[:5]}"
