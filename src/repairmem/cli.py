@@ -64,10 +64,17 @@ def _read(path: str):
 
 def cmd_memory_import(args):
     from .store import import_jsonl
-    with _open(args.store) as store:
-        ids = import_jsonl(store, args.files)
-        _emit(args, {"imported": len(ids), "ids": ids, "store": args.store},
-              lambda: f"imported {len(ids)} memories into {args.store}")
+    new = "://" not in args.store and not Path(args.store).exists()
+    try:
+        with _open(args.store) as store:
+            ids = import_jsonl(store, args.files)
+    except BaseException:
+        if new:          # a refused import into a new path leaves no empty store behind
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(args.store + suffix).unlink(missing_ok=True)
+        raise
+    _emit(args, {"imported": len(ids), "ids": ids, "store": args.store},
+          lambda: f"imported {len(ids)} memories into {args.store}")
 
 
 def cmd_memory_export(args):

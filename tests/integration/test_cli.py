@@ -71,7 +71,11 @@ def test_bad_import_exits_non_zero_names_the_line_and_stores_nothing(tmp_path):
     bad.write_text('{"format_version": 3}\n')
     code, _, err = run("memory", "import", "--store", tmp_path / "t.db", bad)
     assert code == 2 and f"{bad}:1" in err and "missing field" in err
-    assert run_json("memory", "stats", "--store", tmp_path / "t.db")["variants"] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["positive.jsonl"]     # no empty store left behind
+    (tmp_path / "empty.jsonl").write_text("")
+    assert run("memory", "import", "--store", tmp_path / "t.db", tmp_path / "empty.jsonl")[0] == 0   # a store ...
+    assert run("memory", "import", "--store", tmp_path / "t.db", bad)[0] == 2
+    assert run_json("memory", "stats", "--store", tmp_path / "t.db")["variants"] == 0    # ... is kept, unchanged
 
 
 def test_errors_are_clear_and_non_zero(tmp_path):
