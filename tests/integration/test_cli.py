@@ -33,19 +33,6 @@ def filled(tmp_path):
     return path
 
 
-def test_demo_builds_a_store_and_shows_what_it_holds(tmp_path):
-    out = run_json("demo", "--store", tmp_path / "demo.db")
-    assert out["episodes"] == 12
-    stats = out["stats"]
-    assert stats["episodes_with_memory"] == out["memories_written"] == 10   # two episodes were correct at once
-    assert stats["variants"] == 9                  # ... and two others found the same fix: merged
-    assert stats["by_polarity"]["positive"] > 0 and stats["by_polarity"]["negative"] > 0
-    assert stats["merged_variants"] >= 1          # two episodes repaired the same 'singers' table name
-    assert all(c["namespace"] == "concert_singer" for c in out["same_namespace_candidates"])
-    code, text, _ = run("demo")
-    assert code == 0 and "memories:" in text
-
-
 def test_stats_export_import_round_trip(filled, tmp_path):
     assert run_json("memory", "stats", "--store", filled)["variants"] == 3
     exported = run_json("memory", "export", "--store", filled, "--out", tmp_path / "out")

@@ -113,7 +113,10 @@ def test_read_only_commands_leave_a_store_of_ours_as_it_was(tmp_path):
     folder = tmp_path / "data"
     folder.mkdir()
     path = folder / "m.db"
-    assert run("demo", "--store", path)[0] == 0
+    with open_store(path) as store:
+        for i in range(9):
+            ep = make_episode(f"q{i}", i, namespace="A" if i % 2 else "B")
+            store.finalize(ep, memory_from_episode(ep))
     before = snapshot(folder)
     for name in ("memory stats", "memory export", "memory search", "memory candidates"):
         code, _, err = run(*command(name, path, tmp_path))
