@@ -34,7 +34,8 @@ from ..tasks import load_tasks
 from ..workspace import SANDBOXES, TaskSetupError, choose_sandbox
 from .actions import SYSTEM_PROMPT, TOOLS
 from .attempt import run_attempt
-from .config import ATTEMPTS_FILE, LADDER, PROMPT_VERSION, RUN_FILE, AgentConfig, memory_setting
+from .config import ATTEMPTS_FILE, LADDER, RUN_FILE, AgentConfig, memory_setting
+from .grounding import GROUNDED_SYSTEM_PROMPT
 from ...gate import AuditLog, Gate, Ledger, make_policy
 from ...gate.gate import load_gate_state, save_gate_state
 from .experience import Experience
@@ -141,7 +142,8 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
     base = seed_summary["records"] if seed_summary else 0    # this run's positions follow the seed's
     if meta is None:
         meta = {"run_id": run_id, "config": config.to_json(), "task_hashes": hashes, "memory_setting": asdict(setting),
-                "prompt_version": PROMPT_VERSION, "system_prompt": SYSTEM_PROMPT, "tools": list(TOOLS),
+                "prompt_version": config.agent.prompt_version,
+                "system_prompt": GROUNDED_SYSTEM_PROMPT if config.agent.grounded else SYSTEM_PROMPT, "tools": list(TOOLS),
                 "seed": seed_summary, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "sandbox_used": choose_sandbox(config.sandbox), "versions": _package_versions(),
                 "encoder_name": getattr(encoder, "name", None)}
