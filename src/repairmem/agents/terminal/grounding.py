@@ -52,7 +52,7 @@ STATE_MAX_ENTRIES = 20000
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _EXECUTABLE = re.compile(r"^[\w./~+-]*[a-z][\w./~+-]*$")
 _CAPITALISED_WORD = re.compile(r"^[A-Z][a-z]*$")
-_EMPHASIS = re.compile(r"\*\*[^\s*][^*\n]*\*\*|(?<!\w)__[A-Za-z][^_\n]*__(?!\w)")
+_EMPHASIS = re.compile(r"\*\*[^\s*][^*\n]*\*\*|(?<!\S)__[A-Za-z][^_\n]* [^_\n]*__(?!\S)")   # **x**, __x y__
 _GROUPING = {"(", "((", "{", "[", "[[", "!"}
 
 
@@ -74,7 +74,7 @@ def repeat_key(command: str) -> str:
 def not_a_command(command: str) -> str:
     """Why ``command`` is not taken as a shell command ('' when it is).
 
-    The rule: its first line has no Markdown emphasis (``**x**``, ``__x__``); the command parses
+    The rule: its first line has no Markdown emphasis (``**x**``, ``__x y__``; not ``__init__``); the command parses
     as shell words (``shlex``; with a heredoc, its first line does); after ``NAME=value``
     assignments the first word is ``(``, ``{``, ``[``, ``!`` or an executable-looking word
     (letters, digits, ``_./~+-``, at least one lowercase letter, not a capitalised word such as
