@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from repairmem.agents.terminal import AgentConfig, AgentRunConfig, run_agent
+from repairmem.agents.terminal import AgentConfig, AgentRunConfig, agent_run_main, run_agent
 from repairmem.agents.terminal.grounding import FORMAT_MESSAGE
 from repairmem.llm.protocol import ToolCall
+from repairmem.llm.replay import RecordingModel
 from tests.integration.test_terminal_agent_loop import (FINISH, ScriptedModel, attempt, cmd, comparable, make_task,
                                                         record_then_replay, step_of)
 
@@ -194,3 +195,19 @@ def test_a_grounded_run_records_its_config_and_prompt(tmp_path):
     meta = json.loads((out / "run.json").read_text())
     assert meta["prompt_version"] == "terminal-agent-v3-grounded" and meta["config"]["agent"]["grounded"] is True
     assert meta["system_prompt"].endswith("Every reply must contain exactly one tool call.")
+
+
+def test_the_cli_runs_the_grounded_loop(tmp_path):
+    """`repairmem agent run --grounded` over a replayed model: the run records the grounded config."""
+    make_task(tmp_path / "tasks", "done", "Create the file done.txt containing the word ok.",
+              'test "$(cat done.txt)" = ok')
+    cassette = tmp_path / "cli.jsonl"
+    config = AgentRunConfig(tasks_dir=str((tmp_path / "tasks").resolve()), model="scripted", memory="none",
+                            agent=AgentConfig(max_steps=20, grounded=True), sandbox="none")
+    policy = ScriptedModel(lambda m, _: cmd("echo ok > done.txt") if step_of(m) == 0 else FINISH)
+    run_agent(config, tmp_path / "rec", model=RecordingModel(policy, cassette))
+    assert agent_run_main(str(tmp_path / "tasks"), f"replay:{cassette}", "none", str(tmp_path / "cli"),
+                          sandbox="none", grounded=True, json_out=True) == 0
+    meta = json.loads((tmp_path / "cli" / "run.json").read_text())
+    assert meta["config"]["agent"]["grounded"] is True
+    assert json.loads((tmp_path / "cli" / "attempts.jsonl").read_text().splitlines()[0])["passed"]
