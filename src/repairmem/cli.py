@@ -299,7 +299,7 @@ def cmd_agent_run(args):
                           seed_from=args.seed_from, encoder=args.encoder,
                           task_ids=tuple(t for t in args.task_ids.split(",") if t) if args.task_ids else None,
                           max_steps=args.max_steps, sandbox=args.sandbox, keep_workspaces=args.keep_workspaces,
-                          threads=args.threads, json_out=args.json)
+                          threads=args.threads, json_out=args.json, grounded=args.grounded)
 
 
 def cmd_agent_report(args):
@@ -502,6 +502,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "model's commands unconfined in a scratch directory, only when asked for")
     p.add_argument("--keep-workspaces", action="store_true")
     p.add_argument("--threads", type=int)
+    p.add_argument("--grounded", action="store_true",
+                   help="the grounded loop: repeats are not run and are followed by seeded sampling, replies "
+                        "without a valid call are re-asked (prose is never run), and finish first shows the "
+                        "task's expected files")
     p = command(agent, "report", cmd_agent_report, "pass@k table, per-task outcomes, steps and tokens of agent runs")
     p.add_argument("run_dir", nargs="+", help="run folders, or folders of runs; one table row per run")
 

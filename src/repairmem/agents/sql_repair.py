@@ -18,7 +18,6 @@ DBMS error, the prediction's own result).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -40,6 +39,7 @@ from ..sql.schema import database_identifiers
 from ..sql.execute import MAX_TIMEOUT_S, execute_readonly
 from ..types import Attempt, Episode, Outcome, Polarity, memory_from_episode, normalize_sql
 from ..untrusted import untrusted
+from .sampling import check_repeat_sampling, repeat_sampling
 
 BOTH = (Polarity.POSITIVE, Polarity.NEGATIVE)
 
@@ -134,15 +134,8 @@ class LoopOptions:
         prompt_version(self.dataset, "repair", self.layout)   # validates the layout
         if self.timeout_s is not None:
             check_number(self.timeout_s, "timeout_s", low=0, high=MAX_TIMEOUT_S, low_open=True)
-        check_int(self.repeats_before_sampling, "repeats_before_sampling", low=1)
-        GenerationConfig(temperature=self.sampling_temperature)   # validates the range
-        GenerationConfig(temperature=self.max_sampling_temperature)
-        if not self.sampling_temperature > 0:
-            raise InvalidInputError("sampling_temperature must be > 0: it is the fallback that makes attempts differ")
-        check_number(self.sampling_temperature_step, "sampling_temperature_step", low=0, high=1)
-        if self.max_sampling_temperature < self.sampling_temperature:
-            raise InvalidInputError(f"max_sampling_temperature ({self.max_sampling_temperature}) must be >= "
-                                    f"sampling_temperature ({self.sampling_temperature})")
+        check_repeat_sampling(self.repeats_before_sampling, self.sampling_temperature,
+                              self.sampling_temperature_step, self.max_sampling_temperature)
 
     @property
     def execution_timeout(self) -> float:
@@ -156,11 +149,9 @@ class LoopOptions:
         the call. After ``repeats`` repeats in the episode the temperature is
         min(max, T0 + step · (repeats - repeats_before_sampling)): a fixed temperature kept
         repeating earlier queries (``docs/results.md``, the grounded loop's probes)."""
-        digest = hashlib.blake2b(f"{self.seed}/{query_id}/{step}".encode(), digest_size=4).digest()
-        extra = max(0, repeats - self.repeats_before_sampling)
-        temperature = min(self.max_sampling_temperature, self.sampling_temperature + self.sampling_temperature_step * extra)
-        return GenerationConfig(max_tokens=self.max_tokens, temperature=round(temperature, 6),
-                                seed=int.from_bytes(digest, "little"))
+        return repeat_sampling(GenerationConfig(max_tokens=self.max_tokens), f"{self.seed}/{query_id}/{step}", repeats,
+                               before=self.repeats_before_sampling, start=self.sampling_temperature,
+                               step=self.sampling_temperature_step, cap=self.max_sampling_temperature)
 
 
 class SqlEnvironment:

@@ -19,6 +19,8 @@ One folder per task, named by its id::
     tags = ["reflog"]
     [agent]
     timeout_sec = 300         # wall-clock limit of one attempt (model calls + commands)
+    expects = ["totals.json"] # files the instruction asks for (relative; "dist/" a folder);
+                              # the grounded agent sees their first lines before finishing
     [verifier]
     timeout_sec = 60
     [setup]
@@ -62,6 +64,7 @@ class TaskSpec:
     agent_timeout_s: float
     verifier_timeout_s: float
     setup_timeout_s: float
+    expects: tuple[str, ...] = ()
 
     @property
     def files_dir(self) -> Path | None:
@@ -98,6 +101,19 @@ def bundled_tasks_dir() -> Path:
 def _positive(meta: dict[str, Any], section: str, default: float, where: Path) -> float:
     value = (meta.get(section) or {}).get("timeout_sec", default)
     return check_number(value, f"[{section}] timeout_sec", low=0, low_open=True, where=str(where))
+
+
+def _expects(meta: dict[str, Any], where: Path) -> tuple[str, ...]:
+    """``[agent] expects``: relative paths inside the workspace, read from the instruction (never
+    from the verifier), so the agent can be shown what it was asked to produce."""
+    value = (meta.get("agent") or {}).get("expects", [])
+    if not isinstance(value, list):
+        raise InvalidInputError(f"{where}: [agent] expects must be a list of relative paths, got {value!r}")
+    for item in value:
+        if not isinstance(item, str) or not item.strip() or item.startswith("/") or ".." in item.split("/") \
+                or "\0" in item:
+            raise InvalidInputError(f"{where}: [agent] expects: {item!r} is not a relative path inside the workspace")
+    return tuple(value)
 
 
 def load_task(path: str | Path) -> TaskSpec:
@@ -149,6 +165,7 @@ def load_task(path: str | Path) -> TaskSpec:
         agent_timeout_s=_positive(meta, "agent", DEFAULT_AGENT_TIMEOUT_S, meta_file),
         verifier_timeout_s=_positive(meta, "verifier", DEFAULT_VERIFIER_TIMEOUT_S, meta_file),
         setup_timeout_s=_positive(meta, "setup", DEFAULT_SETUP_TIMEOUT_S, meta_file),
+        expects=_expects(meta, meta_file),
     )
 
 

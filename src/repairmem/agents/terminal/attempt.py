@@ -10,6 +10,13 @@ One attempt (``run_attempt``)
     timeout is cut to the time left), after ``max_idle_replies`` replies in a row with no action,
     or when the model fails (``model_error``, e.g. a prompt longer than the context). The verifier
     then runs in every case; reward is 1.0 iff it passes.
+
+Grounded attempts (``AgentConfig.grounded``; ``grounding`` module doc)
+    Repeats are not run, sampling follows repeats, replies are read strictly and the first
+    ``finish`` of a task with expected files is answered with those files' first lines. Each step
+    of such an attempt records ``repeat_of`` (the 0-based step it repeats, not run), ``executed``,
+    ``sampled`` (with ``temperature``/``seed``), ``reply_fix`` ('' | repaired | reasked) and
+    ``finish_refused`` (with ``missing``); ungrounded records have none of these keys.
 """
 
 from __future__ import annotations
@@ -25,8 +32,9 @@ from ...untrusted import untrusted
 from ..tasks import TaskSpec
 from ..workspace import Workspace
 from .actions import SYSTEM_PROMPT, TOOLS, assistant_turn, parse_action, reasoning_text, render_observation
-from .config import LADDER, PROMPT_VERSION, AgentConfig, MemorySetting
+from .config import LADDER, AgentConfig, MemorySetting
 from .experience import Experience, render_hint_body
+from .grounding import GROUNDED_SYSTEM_PROMPT, GroundedLoop, read_reply, repeat_message
 from .hints import Hint, allow_hint, build_query, hint_due, hint_message
 
 
@@ -55,7 +63,9 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
         raise InvalidInputError(f"memory {setting.name} needs the agent's Experience (a Memory over its store)")
     start = clock()
     deadline = start + (config.task_timeout_s or task.agent_timeout_s)
-    messages = [Message("system", SYSTEM_PROMPT), Message("user", untrusted(task.instruction, own_turn=True))]
+    grounded = GroundedLoop(config, task.task_id, attempt_pass) if config.grounded else None
+    system = GROUNDED_SYSTEM_PROMPT if grounded else SYSTEM_PROMPT
+    messages = [Message("system", system), Message("user", untrusted(task.instruction, own_turn=True))]
     steps: list[dict[str, Any]] = []
     totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
     stop_reason, error, idle, last_reasoning = "max_steps", "", 0, ""
@@ -91,6 +101,8 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                         call_messages = [*messages, Message("user", hint.text)]
             try:
                 decoding = decoding_for(config, task.task_id, attempt_pass, t)
+                if grounded:
+                    decoding = grounded.decoding(decoding, t)
                 result = model.chat(call_messages, decoding, tools=list(TOOLS))
             except ReplayMissError:
                 raise
@@ -101,21 +113,34 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
             totals["calls"] += 1
             for key in ("prompt_tokens", "completion_tokens", "cached_prompt_tokens"):
                 totals[key] += usage[key]
-            action = parse_action(result)
+            action, reply_fix = read_reply(result) if grounded else (parse_action(result), "")
             reasoning = reasoning_text(result.text)
             step: dict[str, Any] = {
                 "t": t, "hint_due": due, "hint": hint_record, "reply": result.text,
                 "tool_calls": [tc.to_dict() for tc in result.tool_calls], "reasoning": reasoning,
                 "action": action.kind, "source": action.source, "command": action.command, "usage": usage,
                 "finish_reason": result.finish_reason, "temperature": decoding.temperature, "seed": decoding.seed}
+            if grounded:
+                step.update(repeat_of=None, executed=False, sampled=grounded.sampling, reply_fix=reply_fix,
+                            finish_refused=False)
             messages.append(Message("assistant", assistant_turn(result, action)))
             steps.append(step)
             last_reasoning = reasoning
             if action.kind == "finish":
-                stop_reason = "finish"
-                break
+                refusal = grounded.check_finish(ws.workdir, task.expects) if grounded else None
+                if refusal is None:
+                    stop_reason = "finish"
+                    break
+                step.update(finish_refused=True, **refusal)
+                messages.append(Message(config.tool_result_role, refusal["observation"]))
+                continue
             if action.kind == "command":
                 idle = 0
+                earlier = grounded.repeat_of(action.command, ws.workdir) if grounded else None
+                if earlier is not None:
+                    step.update(repeat_of=earlier, observation=repeat_message(earlier))
+                    messages.append(Message(config.tool_result_role, step["observation"]))
+                    continue
                 timeout = max(1.0, min(config.command_timeout_s, deadline - clock()))
                 done = ws.run(action.command, timeout_s=timeout, max_output_bytes=config.max_output_bytes)
                 observation = render_observation(done, action.source)
@@ -123,6 +148,9 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                             output_bytes=done.total_bytes, duration_s=round(done.duration_s, 3),
                             observation=observation)
                 messages.append(Message(config.tool_result_role, observation))
+                if grounded:
+                    step["executed"] = True
+                    grounded.ran(t, action.command, ws.workdir)
                 continue
             idle += 1
             step["observation"] = action.problem
@@ -145,6 +173,6 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
         "elapsed_s": round(clock() - start, 3), "steps": steps,
         "verifier": {"exit_code": verification.exit_code, "timed_out": verification.timed_out,
                      "output": verification.output[-2000:]},
-        "memory": setting.name, "model": model.name, "prompt_version": PROMPT_VERSION, "sandbox": sandbox_used,
+        "memory": setting.name, "model": model.name, "prompt_version": config.prompt_version, "sandbox": sandbox_used,
         "workspace": workspace_root,
     }

@@ -29,11 +29,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ...check import check_int
+from ...check import check_bool, check_int
 from ...errors import InvalidInputError
 from ...llm.protocol import GenerationConfig
+from ..sampling import check_repeat_sampling
 
 PROMPT_VERSION = "terminal-agent-v2"
+GROUNDED_PROMPT_VERSION = "terminal-agent-v3-grounded"   # only grounded attempts: ungrounded records stay valid
 
 REPRESENTATIONS = {"full_step": "full step", "window": "local window", "compact": "compact hint"}
 SCHEDULES = {"every_step": "every step", "on_reasoning": "on reasoning", "sparse": "every 3rd step"}
@@ -101,6 +103,12 @@ class AgentConfig:
     ``generation`` decodes the first pass; retry passes sample at ``retry_temperature`` with a
     seed per (task, pass, step) (``decoding_for``), because a greedy retry of a greedy local model
     would repeat the failed attempt token for token and pass@k would equal pass@1.
+
+    ``grounded`` switches on the grounded loop (``grounding``): the repeat guard and, after
+    ``repeats_before_sampling`` repeats, seeded sampling at a temperature rising by
+    ``sampling_temperature_step`` per further repeat up to ``max_sampling_temperature`` (as SQL's
+    ``LoopOptions.sampling``); strict replies (prose is never run); the finish check. Off, the
+    grounding fields are left out of ``to_dict``, so ungrounded runs keep their recorded config.
     """
 
     max_steps: int = 20
@@ -113,8 +121,16 @@ class AgentConfig:
     tool_result_role: str = "tool"
     generation: GenerationConfig = GenerationConfig(max_tokens=384, temperature=0.0)
     retry_temperature: float = 0.7
+    grounded: bool = False
+    repeats_before_sampling: int = 1
+    sampling_temperature: float = 0.8
+    sampling_temperature_step: float = 0.2
+    max_sampling_temperature: float = 1.4
 
     def __post_init__(self) -> None:
+        check_bool(self.grounded, "grounded")
+        check_repeat_sampling(self.repeats_before_sampling, self.sampling_temperature,
+                              self.sampling_temperature_step, self.max_sampling_temperature)
         GenerationConfig(temperature=self.retry_temperature)   # validates type and range
         if not self.retry_temperature > 0:
             raise InvalidInputError("retry_temperature must be > 0: a greedy retry repeats the failed attempt")
@@ -130,7 +146,14 @@ class AgentConfig:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["generation"] = self.generation.to_dict()
+        if not self.grounded:
+            for name in GROUNDING_FIELDS:
+                data.pop(name)
         return data
+
+    @property
+    def prompt_version(self) -> str:
+        return GROUNDED_PROMPT_VERSION if self.grounded else PROMPT_VERSION
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "AgentConfig":
@@ -138,6 +161,9 @@ class AgentConfig:
         gen = data.pop("generation", None) or {}
         return cls(**data, generation=GenerationConfig(**{**gen, "stop": tuple(gen.get("stop", ()))}))
 
+
+GROUNDING_FIELDS = ("grounded", "repeats_before_sampling", "sampling_temperature", "sampling_temperature_step",
+                    "max_sampling_temperature")
 
 RUN_FILE = "run.json"
 ATTEMPTS_FILE = "attempts.jsonl"

@@ -34,7 +34,8 @@ from ..tasks import load_tasks
 from ..workspace import SANDBOXES, TaskSetupError, choose_sandbox
 from .actions import SYSTEM_PROMPT, TOOLS
 from .attempt import run_attempt
-from .config import ATTEMPTS_FILE, LADDER, PROMPT_VERSION, RUN_FILE, AgentConfig, memory_setting
+from .config import ATTEMPTS_FILE, LADDER, RUN_FILE, AgentConfig, memory_setting
+from .grounding import GROUNDED_SYSTEM_PROMPT
 from ...gate import AuditLog, Gate, Ledger, make_policy
 from ...gate.gate import load_gate_state, save_gate_state
 from .experience import Experience
@@ -141,7 +142,8 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
     base = seed_summary["records"] if seed_summary else 0    # this run's positions follow the seed's
     if meta is None:
         meta = {"run_id": run_id, "config": config.to_json(), "task_hashes": hashes, "memory_setting": asdict(setting),
-                "prompt_version": PROMPT_VERSION, "system_prompt": SYSTEM_PROMPT, "tools": list(TOOLS),
+                "prompt_version": config.agent.prompt_version,
+                "system_prompt": GROUNDED_SYSTEM_PROMPT if config.agent.grounded else SYSTEM_PROMPT, "tools": list(TOOLS),
                 "seed": seed_summary, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "sandbox_used": choose_sandbox(config.sandbox), "versions": _package_versions(),
                 "encoder_name": getattr(encoder, "name", None)}
@@ -217,17 +219,18 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
                    seed_from: str | None = None, encoder: str = "default",
                    task_ids: Sequence[str] | None = None, max_steps: int = 20, sandbox: str = "bwrap",
                    keep_workspaces: bool = False, threads: int | None = None, n_ctx: int = 16384,
-                   json_out: bool = False) -> int:
+                   json_out: bool = False, grounded: bool = False) -> int:
     """``repairmem agent run``: run or resume, then print the report. ``tasks`` None = bundled suite.
 
     For ``llama:`` models the context is ``n_ctx`` tokens (default 16384: a multi-step
     conversation does not fit the backend's default 4096) and ``threads`` CPU threads.
+    ``grounded`` runs the grounded loop (``AgentConfig.grounded``).
     """
     from ..tasks import bundled_tasks_dir
     tasks_dir = str(Path(tasks).resolve()) if tasks else str(bundled_tasks_dir())
     config = AgentRunConfig(tasks_dir=tasks_dir, model=model, memory=memory, passes=passes, seed_from=seed_from,
                             task_ids=tuple(task_ids) if task_ids else None, encoder=encoder,
-                            agent=AgentConfig(max_steps=max_steps), sandbox=sandbox)
+                            agent=AgentConfig(max_steps=max_steps, grounded=grounded), sandbox=sandbox)
     options: dict[str, Any] = {}
     if model.startswith("llama:"):
         options["n_ctx"] = n_ctx

@@ -1,0 +1,236 @@
+"""The grounded terminal loop (``AgentConfig.grounded``), as the SQL loop's grounded version.
+
+Repeat guard
+    A command is a repeat when its normalised form (``repeat_key``: shell words re-quoted
+    canonically) equals that of an earlier executed step of the attempt and no file of the working
+    directory has changed since that step ran (``workspace_state``: paths, modes, sizes, mtimes).
+    The same command in the same workspace gives the same result, so it is not run again; the
+    model is told which step it repeats. Re-running ``pytest`` after an edit is not a repeat.
+    From ``repeats_before_sampling`` repeats on, every further call of the attempt is sampled:
+    seed from (task, pass, step), temperature rising per further repeat up to a cap (``sampling``).
+
+Replies (``read_reply``)
+    A reply is repaired when that is unambiguous: a tool call written as text, or exactly one
+    fenced shell block. Two or more shell blocks, no call, a bad call, or a command that is not a
+    shell command (``not_a_command``) are not run; the model is re-asked with the exact format
+    (``FORMAT_MESSAGE``). Prose is never executed.
+
+Finish check
+    The first ``finish`` of a task that declares ``[agent] expects`` is not accepted yet: the
+    model is shown those files as they are now in the workspace (their first lines; missing ones
+    named), never the verifier's reference. The next ``finish`` is accepted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from ...llm.protocol import ChatResult, GenerationConfig
+from ...types import normalize_command
+from ...untrusted import untrusted
+from ..sampling import repeat_sampling
+from .actions import _CODE_BLOCK, SYSTEM_PROMPT, Action, clip, parse_action
+from .config import AgentConfig
+
+GROUNDED_SYSTEM_PROMPT = SYSTEM_PROMPT + " Every reply must contain exactly one tool call."
+
+FORMAT_MESSAGE = ("Reply with exactly one tool call and nothing else, in this exact format:\n"
+                  '<tool_call>\n{"name": "execute_command", "arguments": {"command": "<one bash command>"}}\n'
+                  "</tool_call>\nor, when the task is done:\n"
+                  '<tool_call>\n{"name": "finish", "arguments": {}}\n</tool_call>')
+
+PREVIEW_LINES = 5
+PREVIEW_LINE_CHARS = 200
+PREVIEW_BYTES = 4096
+STATE_MAX_ENTRIES = 20000
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_EXECUTABLE = re.compile(r"^[\w./~+-]*[a-z][\w./~+-]*$")
+_CAPITALISED_WORD = re.compile(r"^[A-Z][a-z]*$")
+_EMPHASIS = re.compile(r"\*\*[^\s*][^*\n]*\*\*|(?<!\S)__[A-Za-z][^_\n]* [^_\n]*__(?!\S)")   # **x**, __x y__
+_GROUPING = {"(", "((", "{", "[", "[[", "!"}
+
+
+def _words(text: str) -> list[str] | None:
+    for comments in (False, True):
+        try:
+            return shlex.split(text, comments=comments)
+        except ValueError:
+            continue
+    return None
+
+
+def repeat_key(command: str) -> str:
+    """The command with its shell words re-quoted canonically (``normalize_command`` when it does not parse)."""
+    words = _words(command.strip().rstrip(";"))
+    return shlex.join(words) if words is not None else normalize_command(command)
+
+
+def not_a_command(command: str) -> str:
+    """Why ``command`` is not taken as a shell command ('' when it is).
+
+    The rule: its first line has no Markdown emphasis (``**x**``, ``__x y__``; not ``__init__``); the command parses
+    as shell words (``shlex``; with a heredoc, its first line does); after ``NAME=value``
+    assignments the first word is ``(``, ``{``, ``[``, ``!`` or an executable-looking word
+    (letters, digits, ``_./~+-``, at least one lowercase letter, not a capitalised word such as
+    ``Let`` or ``Run``). So ``2. **Run the Tests**: ...`` and ``First, list the files.`` are prose.
+    """
+    first = command.strip().splitlines()[0] if command.strip() else ""
+    if _EMPHASIS.search(first):
+        return "it contains Markdown emphasis, so it is prose, not a shell command"
+    words = _words(command)
+    if words is None and "<<" in first:
+        words = _words(first)
+    if not words:
+        return "it does not parse as a shell command (unbalanced quotes?)"
+    head = next((w for w in words if not _ASSIGNMENT.match(w)), "")
+    if not head:
+        return ""
+    if head in _GROUPING or (_EXECUTABLE.match(head) and not _CAPITALISED_WORD.match(head)):
+        return ""
+    return f"it starts with {clip(head, 40)!r}, which is not a program name, so it reads as prose"
+
+
+def _shell_blocks(text: str) -> int:
+    return sum(1 for block in _CODE_BLOCK.finditer(text) if block.group(2).strip())
+
+
+def read_reply(result: ChatResult) -> tuple[Action, str]:
+    """The action of a reply in the grounded loop and how it was read: '' (a native call),
+    ``repaired`` (a call written as text, or the one shell block) or ``reasked`` (nothing is run)."""
+    action = parse_action(result)
+    if action.kind == "finish":
+        return action, "" if action.source == "tool_call" else "repaired"
+    if action.kind != "command":     # no call, or a bad call
+        lead = action.problem if action.kind == "invalid" else "Your reply contained no tool call, so nothing was run."
+        return Action(action.kind, source=action.source, problem=f"{lead}\n{FORMAT_MESSAGE}"), "reasked"
+    if action.source == "code_block" and _shell_blocks(result.text or "") > 1:
+        return Action("none", source="code_block",
+                      problem=f"Your reply had several code blocks, so none was run.\n{FORMAT_MESSAGE}"), "reasked"
+    why = not_a_command(action.command)
+    if why:
+        return Action("invalid", action.command, action.source, f"Not run: {why}.\n{FORMAT_MESSAGE}"), "reasked"
+    return action, "" if action.source == "tool_call" else "repaired"
+
+
+def workspace_state(root: Path) -> str | None:
+    """A digest of every path under ``root`` with its mode, size and mtime (None when the tree is
+    too large to walk each step): equal digests mean no file was created, changed or removed."""
+    digest = hashlib.blake2b(digest_size=16)
+    count = 0
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(dirs + files):
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            digest.update(f"{os.path.relpath(path, root)}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\n".encode(
+                "utf-8", "surrogateescape"))
+            count += 1
+            if count > STATE_MAX_ENTRIES:
+                return None
+    return digest.hexdigest()
+
+
+def _preview(workdir: Path, name: str) -> str | None:
+    """The first lines of one expected file as it is now (None when it is missing)."""
+    path = workdir / name
+    if not os.path.lexists(path):
+        return None
+    root, real = workdir.resolve(), path.resolve()
+    if real != root and root not in real.parents:
+        return "(a link out of the working directory; not shown)"
+    if real.is_dir():
+        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in real.iterdir())
+        shown = "\n".join(entries[:10]) + (f"\n... ({len(entries)} entries)" if len(entries) > 10 else "")
+        return shown or "(an empty folder)"
+    if not real.is_file():
+        return "(not a regular file)"
+    size = real.stat().st_size
+    with open(real, "rb") as handle:
+        data = handle.read(PREVIEW_BYTES)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\0" in text:
+        return f"(a binary file, {size} bytes)"
+    if not text.strip():
+        return "(an empty file)"
+    lines = text.splitlines()
+    head = "\n".join(clip(line, PREVIEW_LINE_CHARS) for line in lines[:PREVIEW_LINES])
+    more = len(lines) > PREVIEW_LINES or size > len(data)
+    return head + ("\n..." if more else "")
+
+
+def finish_check(workdir: Path, expects: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The observation shown at the first ``finish`` (module doc, "Finish check") and the missing files."""
+    blocks, missing = [], []
+    for name in expects:
+        shown = _preview(workdir, name)
+        if shown is None:
+            missing.append(name)
+            blocks.append(f"== {name} ==\n(missing)")
+        else:
+            blocks.append(f"== {name} ==\n{shown}")
+    lead = "Not finished yet. The task asks for these files; this is how they are now (first lines):"
+    tail = (f"Missing: {', '.join(missing)}. Create {'it' if len(missing) == 1 else 'them'} as the task asks, "
+            "then call finish." if missing else
+            "Check that each has exactly the content and format the task asks for. If so, call finish again; "
+            "otherwise fix it first.")
+    return f"{lead}\n{untrusted(chr(10).join(blocks), own_turn=True)}\n{tail}", missing
+
+
+def repeat_message(earlier: int) -> str:
+    return (f"Not run: this is the same command as your step {earlier + 1}, and no file in the working "
+            "directory has changed since, so its result would be the same (see above). Do something different: "
+            "change a file, inspect something else, or call finish if the task is done.")
+
+
+class GroundedLoop:
+    """The grounded state of one attempt: executed commands, repeats, sampling and the finish check."""
+
+    def __init__(self, config: AgentConfig, task_id: str, attempt_pass: int) -> None:
+        self.config, self.key = config, f"{task_id}/{attempt_pass}"
+        self.executed: list[tuple[int, str, str | None]] = []   # (t, normalised command, state after it)
+        self.repeats = 0
+        self.sampling = False
+        self.finish_checked = False
+
+    def decoding(self, greedy: GenerationConfig, t: int) -> GenerationConfig:
+        """``greedy`` (the pass's decoding) until the first repeats; then seeded rising-temperature sampling."""
+        if not self.sampling:
+            return greedy
+        c = self.config
+        return repeat_sampling(greedy, f"{self.key}/{t}", self.repeats, before=c.repeats_before_sampling,
+                               start=c.sampling_temperature, step=c.sampling_temperature_step,
+                               cap=c.max_sampling_temperature)
+
+    def repeat_of(self, command: str, workdir: Path) -> int | None:
+        """The earlier step this command repeats in an unchanged workspace (counted), or None."""
+        state, norm = workspace_state(workdir), repeat_key(command)
+        if state is None:
+            return None
+        earlier = next((t for t, n, s in self.executed if n == norm and s == state), None)
+        if earlier is not None:
+            self.repeats += 1
+            self.sampling = self.sampling or self.repeats >= self.config.repeats_before_sampling
+        return earlier
+
+    def ran(self, t: int, command: str, workdir: Path) -> None:
+        self.executed.append((t, repeat_key(command), workspace_state(workdir)))
+
+    def check_finish(self, workdir: Path, expects: tuple[str, ...]) -> dict[str, Any] | None:
+        """At the first ``finish`` of a task with expected files: the refusal (observation, missing)."""
+        if self.finish_checked or not expects:
+            return None
+        self.finish_checked = True
+        observation, missing = finish_check(workdir, expects)
+        return {"observation": observation, "missing": missing}

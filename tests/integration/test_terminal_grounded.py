@@ -1,0 +1,213 @@
+"""The grounded terminal loop (``AgentConfig(grounded=True)``) on the failure shapes of issue 20.
+
+Each scenario is recorded with a scripted model and replayed (``record_then_replay``); the same
+policy also runs ungrounded, where the task fails: the grounding is what makes it pass.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from repairmem.agents.terminal import AgentConfig, AgentRunConfig, agent_run_main, run_agent
+from repairmem.agents.terminal.grounding import FORMAT_MESSAGE
+from repairmem.llm.protocol import ToolCall
+from repairmem.llm.replay import RecordingModel
+from tests.integration.test_terminal_agent_loop import (FINISH, ScriptedModel, attempt, cmd, comparable, make_task,
+                                                        record_then_replay, step_of)
+
+GROUNDED = AgentConfig(max_steps=8, grounded=True)
+UNGROUNDED = AgentConfig(max_steps=8)
+
+
+def with_expects(task_dir: Path, *files: str) -> Path:
+    """Declare ``[agent] expects`` (``[agent]`` is the last table ``make_task`` writes)."""
+    toml = task_dir / "task.toml"
+    toml.write_text(toml.read_text() + f"expects = {json.dumps(list(files))}\n")
+    return task_dir
+
+
+def both(tmp_path: Path, task_dir: Path, policy) -> tuple[dict, dict]:
+    """The replayed grounded record (checked equal to its recording) and the ungrounded one."""
+    recorded, grounded, _ = record_then_replay(tmp_path, policy, lambda m, _: attempt(task_dir, m, config=GROUNDED))
+    assert comparable(recorded) == comparable(grounded)
+    plain = attempt(task_dir, ScriptedModel(policy), config=UNGROUNDED)
+    return grounded, plain
+
+
+def last(messages) -> str:
+    return messages[-1].content
+
+
+TOTALS = "import json,sys; sys.exit(json.load(open('totals.json')) != {'books': 20.0, 'toys': 5.5})"
+SALES = "printf 'category,amount\\nbooks,12.5\\ntoys,5.5\\nbooks,7.5\\n' > sales.csv"
+AWK = "cat sales.csv | awk -F, 'NR>1 {s[$1]+=$2} END {for (k in s) print k, s[k]}'"
+WRITE_TOTALS = """python3 -c "import json; json.dump({'books': 20.0, 'toys': 5.5}, open('totals.json', 'w'))\""""
+
+
+def test_the_same_command_three_times_is_run_once_then_sampled_at_a_rising_temperature(tmp_path):
+    task = make_task(tmp_path / "tasks", "totals", "Write totals.json from sales.csv.", f'python3 -c "{TOTALS}"',
+                     setup=SALES)
+
+    def policy(messages, _):     # the 1.5B shape: the same awk three times; moves on once told
+        t = step_of(messages)
+        if t < 3:
+            return cmd(AWK)
+        told = any(m.content.startswith("Not run: this is the same command") for m in messages)
+        return (cmd(WRITE_TOTALS) if t == 3 else FINISH) if told else cmd(AWK)
+    r, plain = both(tmp_path, task, policy)
+    assert r["passed"] and not plain["passed"]
+    assert [plain["steps"][t]["command"] for t in range(3)] == [AWK] * 3 and plain["n_steps"] == 8
+    steps = r["steps"]
+    assert [(s["repeat_of"], s["executed"]) for s in steps[:4]] == [(None, True), (0, False), (0, False), (None, True)]
+    assert "exit_code" not in steps[1] and steps[1]["observation"].startswith("Not run: this is the same command as "
+                                                                              "your step 1")
+    # greedy until the first repeat, then sampled with a recorded seed, hotter after each further repeat
+    assert [(s["sampled"], s["temperature"]) for s in steps] == [(False, 0.0), (False, 0.0), (True, 0.8),
+                                                                  (True, 1.0), (True, 1.0)]
+    assert all(s["seed"] is not None for s in steps[2:]) and len({s["seed"] for s in steps[2:]}) == 3
+    assert r["prompt_version"] == "terminal-agent-v3-grounded" and plain["prompt_version"] == "terminal-agent-v2"
+    assert "repeat_of" not in plain["steps"][0] and "grounded" not in UNGROUNDED.to_dict()
+
+
+def test_a_repeat_after_a_change_of_the_workspace_runs_again(tmp_path):
+    """`chmod +x ./bin/report && ./bin/report` x3: not run while nothing changed; run again after a fix."""
+    run = "chmod +x ./bin/report && ./bin/report"
+    fix = "sed -i '1s|.*|#!/usr/bin/env python3|' bin/report"
+    task = make_task(tmp_path / "tasks", "shebang", "Make ./bin/report run and print report ok.",
+                     'test "$(./bin/report)" = "report ok"',
+                     setup="mkdir bin && printf '#!/usr/bin/env pythonX\\nprint(\"report ok\")\\n' > bin/report")
+
+    def policy(messages, _):
+        told = any(m.content.startswith("Not run: this is the same command") for m in messages)
+        t = step_of(messages)
+        if not told:
+            return cmd(run)
+        return {2: cmd(fix), 3: cmd(run)}.get(t, FINISH)
+    r, plain = both(tmp_path, task, policy)
+    assert r["passed"] and not plain["passed"]
+    assert [(s["command"], s["repeat_of"], s["executed"]) for s in r["steps"][:4]] == \
+        [(run, None, True), (run, 0, False), (fix, None, True), (run, None, True)]
+    assert r["steps"][3]["exit_code"] == 0 and "report ok" in r["steps"][3]["observation"]
+
+
+def test_replies_without_a_tool_call_are_re_asked_with_the_exact_format(tmp_path):
+    task = make_task(tmp_path / "tasks", "done", "Create the file done.txt containing the word ok.",
+                     'test "$(cat done.txt)" = ok')
+    call = '<tool_call>\n{"name": "execute_command", "arguments": {"command": "echo ok > done.txt"}}\n</tool_call>'
+
+    def policy(messages, _):     # answers in prose until shown the exact format, then follows it
+        t = step_of(messages)
+        if t == 0 or (t == 1 and FORMAT_MESSAGE not in last(messages)):
+            return "I will now create the file done.txt with the word ok in it.", []
+        return (call if t == 1 else '<tool_call>\n{"name": "finish", "arguments": {}}\n</tool_call>'), []
+    r, plain = both(tmp_path, task, policy)
+    assert r["passed"] and not plain["passed"]
+    assert [s["action"] for s in plain["steps"]] == ["none", "none", "finish"]
+    assert [(s["action"], s["reply_fix"]) for s in r["steps"]] == \
+        [("none", "reasked"), ("command", "repaired"), ("finish", "repaired")]
+    assert r["steps"][0]["observation"] == f"Your reply contained no tool call, so nothing was run.\n{FORMAT_MESSAGE}"
+
+
+def test_a_single_shell_block_is_repaired_but_two_are_re_asked(tmp_path):
+    task = make_task(tmp_path / "tasks", "keep", "Create done.txt containing ok; keep keep.txt.",
+                     'test "$(cat done.txt)" = ok && test -f keep.txt', setup="echo keep > keep.txt")
+
+    def policy(messages, _):
+        t = step_of(messages)
+        if t == 0:   # an example of what not to do, then the command: ungrounded runs the first block
+            return "Do not run\n```bash\nrm -f keep.txt\n```\nInstead run\n```bash\necho ok > done.txt\n```", []
+        return ("```bash\necho ok > done.txt\n```", []) if t == 1 else FINISH
+    r, plain = both(tmp_path, task, policy)
+    assert r["passed"] and not plain["passed"] and plain["steps"][0]["command"] == "rm -f keep.txt"
+    assert [(s["action"], s["reply_fix"], s["executed"]) for s in r["steps"]] == \
+        [("none", "reasked", False), ("command", "repaired", True), ("finish", "", False)]
+    assert r["steps"][0]["observation"].startswith("Your reply had several code blocks, so none was run.")
+
+
+PROSE = "2. **Run the Tests**: remove the stale output with `rm -f keep.txt` and run `python3 -m pytest -q`."
+
+
+def test_markdown_prose_is_never_executed_as_a_command(tmp_path):
+    """Prose in a native call's argument and in a code block: bash would run its backticks."""
+    task = make_task(tmp_path / "tasks", "keep", "Create done.txt containing ok; keep keep.txt.",
+                     'test "$(cat done.txt)" = ok && test -f keep.txt', setup="echo keep > keep.txt")
+
+    def policy(messages, _):
+        t = step_of(messages)
+        if t == 0:
+            return "", [ToolCall("call_0", "execute_command", json.dumps({"command": PROSE}))]
+        if t == 1:
+            return f"Next:\n```\n{PROSE}\n```", []
+        return cmd("echo ok > done.txt") if t == 2 else FINISH
+    r, plain = both(tmp_path, task, policy)
+    assert r["passed"] and not plain["passed"]
+    assert plain["steps"][0]["command"] == PROSE and "exit_code" in plain["steps"][0]   # it ran: keep.txt is gone
+    assert [(s["action"], s["reply_fix"], s["executed"]) for s in r["steps"][:2]] == \
+        [("invalid", "reasked", False), ("invalid", "reasked", False)]
+    for step in r["steps"][:2]:
+        assert "exit_code" not in step and step["observation"].startswith("Not run: it contains Markdown emphasis")
+        assert FORMAT_MESSAGE in step["observation"]
+
+
+REFERENCE = "REFERENCE-ONLY-IN-THE-VERIFIER"
+
+
+def test_finish_is_checked_against_the_expected_files_first_lines_never_the_reference(tmp_path):
+    """`finish` after an output whose format the verifier rejects, and `finish` before any output."""
+    verify = f'# {REFERENCE}\npython3 -c "{TOTALS}"'
+    task = with_expects(make_task(tmp_path / "tasks", "totals", "Write totals.json (a JSON object) from sales.csv.",
+                                  verify, setup=SALES), "totals.json")
+
+    def wrong_format(messages, _):     # CSV lines in a .json file; fixed once it sees them
+        t = step_of(messages)
+        if t == 0:
+            return cmd("printf 'books,20.0\\ntoys,5.5\\n' > totals.json")
+        if t == 2 and "books,20.0" in last(messages):
+            return cmd(WRITE_TOTALS)
+        return FINISH
+    r, plain = both(tmp_path, task, wrong_format)
+    assert r["passed"] and not plain["passed"] and plain["stop_reason"] == "finish"
+    refused = r["steps"][1]
+    assert (refused["action"], refused["finish_refused"], refused["missing"]) == ("finish", True, [])
+    assert "== totals.json ==\nbooks,20.0\ntoys,5.5\n" in refused["observation"]
+    assert [s["finish_refused"] for s in r["steps"]] == [False, True, False, False]     # refused once only
+
+    def early(messages, _):            # finishes before writing anything
+        t = step_of(messages)
+        if t == 1 and "Missing: totals.json" in last(messages):
+            return cmd(WRITE_TOTALS)
+        return FINISH
+    recorded, r, scripted = record_then_replay(tmp_path, early, lambda m, _: attempt(task, m, config=GROUNDED))
+    assert r["passed"] and r["steps"][0]["missing"] == ["totals.json"]
+    assert "== totals.json ==\n(missing)" in r["steps"][0]["observation"]
+    assert not any(REFERENCE in m.content for request in scripted.requests for m in request)
+    assert not attempt(task, ScriptedModel(early), config=UNGROUNDED)["passed"]
+
+
+def test_a_grounded_run_records_its_config_and_prompt(tmp_path):
+    make_task(tmp_path / "tasks", "done", "Create the file done.txt containing the word ok.",
+              'test "$(cat done.txt)" = ok')
+    config = AgentRunConfig(tasks_dir=str(tmp_path / "tasks"), model="scripted", memory="none", encoder="hashing",
+                            agent=GROUNDED, sandbox="none")
+    out = run_agent(config, tmp_path / "run",
+                    model=ScriptedModel(lambda m, _: cmd("echo ok > done.txt") if step_of(m) == 0 else FINISH))
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["prompt_version"] == "terminal-agent-v3-grounded" and meta["config"]["agent"]["grounded"] is True
+    assert meta["system_prompt"].endswith("Every reply must contain exactly one tool call.")
+
+
+def test_the_cli_runs_the_grounded_loop(tmp_path):
+    """`repairmem agent run --grounded` over a replayed model: the run records the grounded config."""
+    make_task(tmp_path / "tasks", "done", "Create the file done.txt containing the word ok.",
+              'test "$(cat done.txt)" = ok')
+    cassette = tmp_path / "cli.jsonl"
+    config = AgentRunConfig(tasks_dir=str((tmp_path / "tasks").resolve()), model="scripted", memory="none",
+                            agent=AgentConfig(max_steps=20, grounded=True), sandbox="none")
+    policy = ScriptedModel(lambda m, _: cmd("echo ok > done.txt") if step_of(m) == 0 else FINISH)
+    run_agent(config, tmp_path / "rec", model=RecordingModel(policy, cassette))
+    assert agent_run_main(str(tmp_path / "tasks"), f"replay:{cassette}", "none", str(tmp_path / "cli"),
+                          sandbox="none", grounded=True, json_out=True) == 0
+    meta = json.loads((tmp_path / "cli" / "run.json").read_text())
+    assert meta["config"]["agent"]["grounded"] is True
+    assert json.loads((tmp_path / "cli" / "attempts.jsonl").read_text().splitlines()[0])["passed"]
