@@ -157,14 +157,21 @@ _STOP = frozenset("""the a an of to in is are was not no for on at by and or wit
 
 def error_words(line: str) -> frozenset[str]:
     """The words of an error line that name the failure, not the instance: quoted names, paths and
-    numbers removed, lower-cased, stop words dropped."""
-    text = _QUOTED.sub(" ", line.lower())
-    text = " ".join(tok for tok in text.split() if "/" not in tok and "\\" not in tok)
-    return frozenset(w for w in _WORD.findall(text) if w not in _STOP)
+    numbers removed, lower-cased, stop words dropped. (Each step is skipped when the line has
+    nothing for it to remove: the gate computes this once per query.)"""
+    text = line.lower()
+    if "'" in text or '"' in text or "`" in text or "‘" in text:
+        text = _QUOTED.sub(" ", text)
+    if "/" in text or "\\" in text:
+        text = " ".join(tok for tok in text.split() if "/" not in tok and "\\" not in tok)
+    return frozenset(_WORD.findall(text)) - _STOP
+
+
+_AND = frozenset(("&&",))
 
 
 def _sets(sig: Signatures) -> tuple[frozenset, ...]:
-    return (frozenset(sig.command.split()) - {"&&"}, frozenset(sig.paths),
+    return (frozenset(sig.command.split()) - _AND, frozenset(sig.paths),
             frozenset(f for f in sig.stack if ":" in f), frozenset(sig.entities), error_words(sig.error_line))
 
 
@@ -183,9 +190,12 @@ def top1_payload_text(memory: MemoryVariant) -> str:
 def agreement(memory: MemoryVariant, family: str, root_cause: str) -> float:
     """1 when ``memory`` has the query's family and the same known root cause, 0.5 when the family
     agrees and either root cause is unknown, 0 otherwise."""
-    if memory.failure_type != family:
+    return _agree(memory.failure_type, memory.root_cause or memory.failure_subtype, family, root_cause)
+
+
+def _agree(memory_family: str, root: str, family: str, root_cause: str) -> float:
+    if memory_family != family:
         return 0.0
-    root = memory.root_cause or memory.failure_subtype
     if root == root_cause and root != "unknown":
         return 1.0
     if root == "unknown" or root_cause == "unknown" or not root:
@@ -231,13 +241,14 @@ class FeatureExtractor:
             return 0.0
         return len(idents - profile.database) / len(idents)
 
-    def _memory_sets(self, memory: MemoryVariant):
-        sets = self._sig_cache.get(memory.id)
-        if sets is None:
-            sets = _sets(signatures_of(memory))
+    def _entry(self, memory: MemoryVariant) -> tuple:
+        """(family, root cause, command, path, stack, entity and error-word sets) of ``memory``, cached."""
+        entry = self._sig_cache.get(memory.id)
+        if entry is None:
+            entry = (memory.failure_type, memory.root_cause or memory.failure_subtype) + _sets(signatures_of(memory))
             if memory.id is not None:
-                self._sig_cache[memory.id] = sets
-        return sets
+                self._sig_cache[memory.id] = entry
+        return entry
 
     def _tokens(self, memory: MemoryVariant) -> int:
         tokens = self._tok_cache.get(memory.id)
@@ -256,24 +267,29 @@ class FeatureExtractor:
 
     def lead(self, profile: QueryProfile, memories: Sequence[MemoryVariant]) -> tuple[int, float]:
         """(index of the lead candidate, its agreement)."""
+        i, agree, _, _ = self._lead(profile, [self._entry(m) for m in memories])
+        return i, agree
+
+    def _lead(self, profile: QueryProfile, entries: list) -> tuple[int, float, tuple, tuple | None]:
+        """``lead`` over cached entries, also returning the lead's entry and, when the tie-break
+        computed them, its command, path, stack and error-line Jaccards (``extract`` reuses them)."""
         family, root = profile.family, profile.root_cause
-        best, best_agree, group = 0, -1.0, []
-        for i, m in enumerate(memories):
-            a = agreement(m, family, root)
-            if a > best_agree:
-                best, best_agree, group = i, a, [i]
-            elif a == best_agree:
-                group.append(i)
-        if len(group) > 1:
-            q_cmd, q_paths, q_stack, _, q_err = self._query_sets(profile)
-            best_overlap = -1.0
-            for i in group:
-                m_cmd, m_paths, m_stack, _, m_err = self._memory_sets(memories[i])
-                o = (_jaccard(q_cmd, m_cmd) + _jaccard(q_paths, m_paths) + _jaccard(q_stack, m_stack)
-                     + _jaccard(q_err, m_err))
+        agrees = [_agree(e[0], e[1], family, root) for e in entries]
+        best_agree = max(agrees)
+        if agrees.count(best_agree) == 1:
+            best = agrees.index(best_agree)
+            return best, best_agree, entries[best], None
+        q_cmd, q_paths, q_stack, _, q_err = self._query_sets(profile)
+        best, best_overlap, best_j = 0, -1.0, None
+        for i, a in enumerate(agrees):
+            if a == best_agree:
+                _, _, m_cmd, m_paths, m_stack, _, m_err = entries[i]
+                j = (_jaccard(q_cmd, m_cmd), _jaccard(q_paths, m_paths), _jaccard(q_stack, m_stack),
+                     _jaccard(q_err, m_err))
+                o = j[0] + j[1] + j[2] + j[3]
                 if o > best_overlap:
-                    best, best_overlap = i, o
-        return best, best_agree
+                    best, best_overlap, best_j = i, o, j
+        return best, best_agree, entries[best], best_j
 
     def ordered(self, profile: QueryProfile, candidates: Sequence) -> list:
         """``candidates`` in the gate's evidence order: the lead first, the others in retrieval order."""
@@ -312,22 +328,24 @@ class FeatureExtractor:
                 entropy = h / math.log(n)
             else:
                 entropy = 1.0
-        i, agree = self.lead(profile, memories) if n > 1 else (0, agreement(memories[0], profile.family,
-                                                                               profile.root_cause))
+        i, agree, entry, j = self._lead(profile, [self._entry(m) for m in memories])
         memory = memories[i]
         q_cmd, q_paths, q_stack, q_ent, q_err = self._query_sets(profile)
-        m_cmd, m_paths, m_stack, m_ent, m_err = self._memory_sets(memory)
+        _, _, m_cmd, m_paths, m_stack, m_ent, m_err = entry
+        if j is None:
+            j = (_jaccard(q_cmd, m_cmd), _jaccard(q_paths, m_paths), _jaccard(q_stack, m_stack),
+                 _jaccard(q_err, m_err))
         c = memory.counters if counters is None else counters.get(memory.id, memory.counters)
         tokens = self._tokens(memory)
         return [
             s1, s2, s1 - s2, entropy, float(n),
             profile.confidence * agree,
-            _jaccard(q_ent, m_ent), _jaccard(q_cmd, m_cmd), _jaccard(q_paths, m_paths), _jaccard(q_stack, m_stack),
+            _jaccard(q_ent, m_ent), j[0], j[1], j[2],
             rejections,
             (c.accepted + ACCEPT_PRIOR[0]) / (c.uses + ACCEPT_PRIOR[1]),
             (c.false_positives + FP_PRIOR[0]) / (c.uses + FP_PRIOR[1]),
             LATENCY_BASE_MS + LATENCY_PER_TOKEN_MS * tokens, float(tokens), budget,
-            self.missing_share(profile, memory), _jaccard(q_err, m_err),
+            self.missing_share(profile, memory), j[3],
         ]
 
 

@@ -24,6 +24,8 @@ from ..features import FEATURE_NAMES, INV_SCALES, N_FEATURES
 from .bandits import _PosteriorSampling
 from .base import ALL, D, _INJ, _NEG_INF, _ONE, CorruptStateError, Decision, Policy, _argmax, _check_x, _number, _seed
 
+_QD = N_ACTIONS * D     # rows of M holding the stacked S A_a^-1 S blocks; theta and rho rows follow
+
 
 def _inv_scale(mask: Sequence[int]) -> np.ndarray:
     """phi = x * inv_scale (bias last); masked features contribute nothing."""
@@ -48,7 +50,8 @@ class _Linear(Policy):
     For speed the feature scaling (and masking) S = diag(scale) is folded into one stacked
     matrix M = [S A_1^-1 S; ...; S A_7^-1 S; theta_1 S; ...; rho_7 S] (7 d + 14 rows), so a
     decision is two small mat-vecs with x~ = (x, 1): mean_a = (theta_a S) x~,
-    w_a^2 = x~^T (S A_a^-1 S) x~ = phi^T A_a^-1 phi.
+    w_a^2 = x~^T (S A_a^-1 S) x~ = phi^T A_a^-1 phi. Both write into preallocated buffers
+    (``ndarray.dot`` with ``out``: the same BLAS call as ``@``, without its per-call overhead).
     """
 
     _state_keys: ClassVar[tuple[str, ...]] = ("A_inv", "b", "b_fp")
@@ -66,9 +69,21 @@ class _Linear(Policy):
         self.A_inv = np.tile(np.eye(D) / self.ridge, (N_ACTIONS, 1, 1))
         self.b = np.zeros((N_ACTIONS, D))
         self.b_fp = np.zeros((N_ACTIONS, D))
-        self._M = np.zeros((N_ACTIONS * D + 2 * N_ACTIONS, D))
-        self._buf = np.ones(D)
+        self._M = np.zeros((_QD + 2 * N_ACTIONS, D))
+        self._scratch()
         self._after_load()
+
+    def _scratch(self) -> None:
+        """Per-call buffers: x~, M x~ (its first 7 D entries also seen as 7 rows of D) and w^2."""
+        self._buf = np.ones(D)
+        self._big = np.empty(_QD + 2 * N_ACTIONS)
+        self._quad = self._big[:_QD].reshape(N_ACTIONS, D)
+        self._w2 = np.empty(N_ACTIONS)
+
+    def __setstate__(self, state) -> None:
+        """Copies and unpickled policies get fresh buffers: a copied view would no longer alias ``_big``."""
+        self.__dict__.update(state)
+        self._scratch()
 
     def _check_state(self, loaded, where: str) -> None:
         """Each A_a^-1 is the inverse of ridge I + sum phi phi^T: symmetric with eigenvalues in
@@ -97,16 +112,26 @@ class _Linear(Policy):
     def _refresh(self, a: int) -> None:
         s = self._scale
         self._M[a * D:(a + 1) * D] = s[:, None] * self.A_inv[a] * s[None, :]
-        self._M[N_ACTIONS * D + a] = self.theta[a] * s
-        self._M[N_ACTIONS * D + N_ACTIONS + a] = self.theta_fp[a] * s
+        self._M[_QD + a] = self.theta[a] * s
+        self._M[_QD + N_ACTIONS + a] = self.theta_fp[a] * s
 
     def _predict(self, x: list[float]):
-        """(mean, risk, width^2) as numpy arrays of length 7 for features ``x``."""
+        """(mean, risk, width^2) as numpy arrays of length 7 for features ``x`` (copies: the
+        buffers are reused by the next call)."""
+        self._matvecs(x)
+        big = self._big
+        return big[_QD:_QD + N_ACTIONS].copy(), big[_QD + N_ACTIONS:].copy(), self._w2.copy()
+
+    def _predict_lists(self, x: list[float]) -> tuple[list[float], list[float]]:
+        """``_predict`` as Python floats: (mean and risk as one list of 14, width^2 as a list of 7)."""
+        self._matvecs(x)
+        return self._big[_QD:].tolist(), self._w2.tolist()
+
+    def _matvecs(self, x: list[float]) -> None:
         buf = self._buf
         buf[:N_FEATURES] = x
-        big = self._M @ buf
-        w2 = big[:N_ACTIONS * D].reshape(N_ACTIONS, D) @ buf
-        return big[N_ACTIONS * D:N_ACTIONS * D + N_ACTIONS], big[N_ACTIONS * D + N_ACTIONS:], w2
+        self._M.dot(buf, self._big)
+        self._quad.dot(buf, self._w2)
 
     def _phi(self, x: list[float]) -> np.ndarray:
         phi = np.array(x + _ONE)
@@ -142,11 +167,10 @@ class LinUCB(_Linear):
     def decide(self, x, *, truth=None) -> Decision:
         x = _check_x(x)
         allowed = self._feasible(x)
-        mean, _, w2 = self._predict(x)
-        mean, w2 = mean.tolist(), w2.tolist()
+        mean, w2 = self._predict_lists(x)
         alpha = self.alpha
-        scores = tuple(mean[j] + alpha * math.sqrt(w2[j] if w2[j] > 0 else 0.0) if j in allowed else _NEG_INF
-                       for j in ALL)
+        scores = tuple([mean[j] + alpha * math.sqrt(w2[j] if w2[j] > 0 else 0.0) if j in allowed else _NEG_INF
+                        for j in ALL])
         return Decision(_argmax(scores, allowed), scores, 1.0, tuple(x), self.name)
 
 

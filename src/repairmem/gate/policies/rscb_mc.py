@@ -175,8 +175,7 @@ class RSCBMC(_Linear):
                 flags = self.override_flags(x)
             allowed = ALL if not flags else _ASK_ONLY if (
                 flags == 1 and x[5] > 0 and self.ask_when_uncertain) else _SAFE_IDX
-        mean, risk, w2 = self._predict(x)
-        mean, risk, w2 = mean.tolist(), risk.tolist(), w2.tolist()
+        mean_risk, w2 = self._predict_lists(x)
         cost = self.lambda_cost * (self._lat_w * x[self._lat] + self._tok_w * x[self._tok])
         alpha, mu, kappa = self.alpha, self.mu, self.kappa
         fade = 1.0 - self.t / self.prior_count if self.t < self.prior_count and self.contextual else 0.0
@@ -184,11 +183,11 @@ class RSCBMC(_Linear):
         scores = [_NEG_INF] * N_ACTIONS
         for j in allowed:
             w = math.sqrt(w2[j]) if w2[j] > 0 else 0.0
-            s = mean[j] + alpha * w - PAYLOAD_FACTOR[j] * cost
+            s = mean_risk[j] + alpha * w - PAYLOAD_FACTOR[j] * cost
             if prior and PRIOR_FACTOR[j]:
                 s += prior * PRIOR_FACTOR[j]
             if INJECTS[j] and mu:
-                p = risk[j] + kappa * w
+                p = mean_risk[N_ACTIONS + j] + kappa * w
                 s -= mu * (0.0 if p < 0 else 1.0 if p > 1 else p)
             scores[j] = s
         scores = tuple(scores)
