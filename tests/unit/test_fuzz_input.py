@@ -160,8 +160,7 @@ VERBS = {
     ("classify", "sql"): ["--status", "--error", "--sql", "--question"],
     ("classify", "terminal"): ["--command", "--log"],
     ("gate", "explain"): [None, "--audit"],
-    ("demo",): ["--store"],
-}
+}   # not demo: it runs the embedded model (tests/integration/test_demo.py runs its replay)
 WORDS = ["0", "-1", "7", "1e3", "same", "cross", "global", "+", "-", "EXECUTION_ERROR", "correct", "Syntax", "d1",
          "--json", "--bogus", "x" * 300]
 
