@@ -78,7 +78,7 @@ def _read_existing(file: Path, path: str, *, busy_timeout_s: float, what: str, a
         tables = check_ours(db, path, application_id, what)
         if read_only and not tables:
             raise InvalidInputError(f"{path}: an SQLite file without any table, not a {what}; nothing was changed")
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:     # damage can garble the catalogue's text too
         db.close()
         raise StoreError(f"{path}: not a usable {what} ({exc}); nothing was changed") from None
     except BaseException:

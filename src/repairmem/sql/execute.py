@@ -104,7 +104,8 @@ class ExecResult:
 def execute_readonly(db_path: str | PathLike[str], sql: str, *, timeout_s: float = 60.0,
                      max_rows: int = 10_000, max_bytes: int = MAX_RESULT_BYTES) -> ExecResult:
     """Execute the single statement ``sql`` read-only on ``db_path`` (see the module docstring)."""
-    check_str(sql, "sql")
+    if not isinstance(sql, str):       # any text is a query; one SQLite cannot encode is its error, below
+        check_str(sql, "sql")
     timeout_s = check_number(timeout_s, "timeout_s", low=0, high=MAX_TIMEOUT_S, low_open=True)
     check_int(max_rows, "max_rows", low=0, high=MAX_ROWS)
     check_int(max_bytes, "max_bytes", low=0, high=MAX_RESULT_BYTES)
