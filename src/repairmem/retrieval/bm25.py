@@ -90,6 +90,14 @@ class _Vec:
         vec.n = len(values)
         return vec
 
+    @classmethod
+    def over(cls, values: np.ndarray) -> _Vec:
+        """A vector whose stored part is ``values`` itself (read-only is fine: a full array is
+        never written into, the first append copies it)."""
+        vec = cls()
+        vec.a, vec.n = values, len(values)
+        return vec
+
     def __len__(self) -> int:
         return self.n + len(self.tail)
 
@@ -134,6 +142,33 @@ class _Term:
         self.big_tf: _Vec | None = None
 
 
+class _StoredTerms:
+    """The terms of a persisted state, by word, not yet made into ``_Term`` objects."""
+
+    def __init__(self, state: dict[str, np.ndarray]) -> None:
+        text = bytes(np.asarray(state["words"]).item()).decode()
+        self.words = text.split("\n") if text else []
+        self.number = dict(zip(self.words, range(len(self.words))))
+        self.state = state
+
+    def take(self, word: str) -> _Term | None:
+        i = self.number.pop(word, None)
+        if i is None:
+            return None
+        s = self.state
+        term = _Term(word)
+        term.m, term.df = int(s["m"][i]), int(s["df"][i])
+        term.counts = [int(c) for c in s["counts"][i]]
+        starts = s["list_start"][i * (_BIG + 1):(i + 1) * (_BIG + 1) + 1].tolist()
+        for t in range(_BIG + 1):
+            if starts[t + 1] > starts[t]:
+                term.lists[t] = _Vec.over(s["rows"][starts[t]:starts[t + 1]])
+        lo, hi = s["big_start"][i:i + 2].tolist()
+        if hi > lo:
+            term.big_tf = _Vec.over(s["big_tf"][lo:hi])
+        return term
+
+
 class BM25Index:
     """Incremental BM25 index; N, df and avgdl are computed over the pool passed to ``scores``.
 
@@ -151,6 +186,7 @@ class BM25Index:
         self._row_of: dict[int, int] = {}             # doc_id -> row (authoritative)
         self._table = np.full(1024, -1, dtype=np.intp)  # doc_id -> row for small ids (fast path)
         self._vocab: dict[str, _Term] = {}
+        self._stored: _StoredTerms | None = None       # terms of a loaded state, made into _Term on first use
         self._dense: dict[str, _Term] = {}            # terms whose default level m > 0
         self._lock = threading.Lock()
         self._pos = np.empty(0, dtype=np.intp)        # scratch, reused by scores()
@@ -181,7 +217,7 @@ class BM25Index:
             n = row + 1
             touched: list[_Term] = []
             for word, tf in counts.items():
-                term = self._vocab.get(word)
+                term = self._term(word)
                 if term is None:
                     term = self._vocab[word] = _Term(word)
                 term.df += 1
@@ -215,6 +251,66 @@ class BM25Index:
             self._map_in_table(doc_id, row)
             for term in touched:
                 self._maybe_switch(term)
+
+    def _term(self, word: str) -> _Term | None:
+        term = self._vocab.get(word)
+        if term is None and self._stored is not None:
+            term = self._stored.take(word)
+            if term is not None:
+                self._vocab[word] = term
+        return term
+
+    # -- persisted state (retrieval/persist.py writes and maps it) ------------------------
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Every array this index is made of, flattened; ``from_state`` rebuilds an equal index."""
+        with self._lock:
+            for word in list(self._stored.words) if self._stored is not None else ():
+                self._term(word)
+            terms = list(self._vocab.values())
+            sizes = np.zeros(len(terms) * (_BIG + 1), dtype=np.int64)
+            rows, big = [], []
+            for i, term in enumerate(terms):
+                for t, vec in enumerate(term.lists):
+                    if vec is not None and len(vec):
+                        sizes[i * (_BIG + 1) + t] = len(vec)
+                        rows.append(vec.view())
+                big.append(term.big_tf.view() if term.big_tf is not None else np.empty(0, dtype=np.int64))
+            docs = np.empty(self._n, dtype=np.int64)
+            docs[list(self._row_of.values())] = list(self._row_of.keys())
+            return {
+                "words": np.array("\n".join(t.word for t in terms).encode()),
+                "docs": docs, "lengths": self._lengths[:self._n].copy(),
+                "m": np.array([t.m for t in terms], dtype=np.int8),
+                "df": np.array([t.df for t in terms], dtype=np.int64),
+                "counts": np.array([t.counts for t in terms], dtype=np.int64).reshape(len(terms), _BIG),
+                "list_start": np.concatenate([[0], np.cumsum(sizes)]),
+                "rows": np.concatenate(rows) if rows else np.empty(0, dtype=np.int64),
+                "big_start": np.concatenate([[0], np.cumsum([len(v) for v in big])]).astype(np.int64),
+                "big_tf": np.concatenate(big) if big else np.empty(0, dtype=np.int64),
+            }
+
+    @classmethod
+    def from_state(cls, state: dict[str, np.ndarray], *, k1: float, b: float) -> BM25Index:
+        """The index ``state()`` described; its row lists may stay memory-mapped (they are only read).
+
+        A term is made into a ``_Term`` when a document or a query first uses it, so opening
+        costs O(documents + vocabulary) array work, not one Python object per stored list.
+        """
+        index = cls(k1=k1, b=b)
+        docs = np.asarray(state["docs"], dtype=np.int64)
+        n = index._n = len(docs)
+        index._lengths = np.empty(max(1024, 2 * n))
+        index._lengths[:n] = state["lengths"]
+        index._row_of = dict(zip(docs.tolist(), range(n)))
+        small = docs[(docs >= 0) & (docs < max(_MIN_TABLE, 4 * n))]
+        index._table = np.full(max(1024, int(small.max()) + 1 if len(small) else 0), -1, dtype=np.intp)
+        index._table[small] = np.flatnonzero((docs >= 0) & (docs < max(_MIN_TABLE, 4 * n)))
+        stored = index._stored = _StoredTerms(state)
+        for i in np.flatnonzero(np.asarray(state["m"]) > 0):   # default-level terms are visited by every add
+            term = index._term(stored.words[i])
+            index._dense[term.word] = term
+        return index
 
     def _map_in_table(self, doc_id: int, row: int) -> None:
         if not 0 <= doc_id < max(_MIN_TABLE, 4 * self._n):
@@ -280,7 +376,7 @@ class BM25Index:
             identity = size == n and rows[0] == 0 and bool(np.all(rows[1:] > rows[:-1]))
             lengths = self._lengths[:n] if identity else self._lengths[rows]
             avgdl = float(lengths.mean())
-            wanted = [(self._vocab[w], c) for w, c in query_counts.items() if w in self._vocab]
+            wanted = [(t, c) for t, c in ((self._term(w), c) for w, c in query_counts.items()) if t is not None]
             if not wanted or avgdl == 0.0:  # nothing to match, or only empty documents (tf = 0)
                 if not identity:
                     self._check_distinct(rows)

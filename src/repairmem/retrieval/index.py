@@ -11,19 +11,26 @@ a polarity pool or a typed pool, i.e. one block or a union of blocks, so scoring
 exact inner product over a contiguous block (what FAISS ``IndexFlatIP`` computes) rather than a
 gather across the whole matrix. Min-max normalisation needs *every* pool member's score, which a
 top-k search does not return, so the pool is scored in full.
+
+A SQLite store file keeps a persisted copy of this state in ``STORE.index/`` (``persist.py``):
+an open maps it and adds only the memories written after its watermark, instead of rebuilding.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import pairwise
+
 import numpy as np
 
 from ..errors import InvalidInputError
+from . import persist
 from .bm25 import BM25Index
 from .texts import bm25_text, dense_text
 
 _SYNC_CHUNK = 2000
+_SAVE_MIN = 1000    # save a new generation once this many memories (and >= 1 %) are not in the saved one
 _blas = None
 
 
@@ -58,6 +65,13 @@ class _Block:
     def __post_init__(self) -> None:
         self.matrix = np.zeros((16, self.dim), dtype=np.float32)
 
+    @classmethod
+    def over(cls, rows: np.ndarray) -> _Block:
+        """A full block whose rows are ``rows`` (memory-mapped, read-only: the first append copies)."""
+        block = cls(rows.shape[1])
+        block.matrix, block.n = rows, len(rows)
+        return block
+
     def append(self, rows: np.ndarray) -> None:
         need = self.n + len(rows)
         if need > len(self.matrix):   # amortised doubling: appending costs O(rows)
@@ -71,7 +85,8 @@ class _Block:
 class MemoryIndex:
     """BM25 over each memory's lexical text and exact inner product over its stored vector."""
 
-    def __init__(self, store, encoder, *, k1: float = 1.5, b: float = 0.75) -> None:
+    def __init__(self, store, encoder, *, k1: float = 1.5, b: float = 0.75, persist: bool = True) -> None:
+        """``persist``: map and keep up to date the store's ``index_path`` folder, if it has one."""
         self.store = store
         self.encoder = encoder
         self.bm25 = BM25Index(k1=k1, b=b)
@@ -82,7 +97,58 @@ class MemoryIndex:
         self._row_of = np.full(16, -1, dtype=np.int64)       # variant id -> row within its block
         self._last_id = 0
         self.embedded_on_sync = 0   # how many stored memories had to be (re-)embedded here
+        self._folder = getattr(store, "index_path", None) if persist else None
+        self._saved = 0             # memories in the persisted generation this index holds
+        self.loaded = False         # whether this index was opened from the persisted one
+        if self._folder:
+            self._load()
         self.sync()
+
+    def _identity(self) -> dict:
+        return {"format": persist.FORMAT, "encoder": self.encoder.name, "dim": self.encoder.dim,
+                "k1": self.bm25.k1, "b": self.bm25.b}
+
+    def _load(self) -> None:
+        """Take the persisted state if it fits the store as it is now; otherwise leave this index empty."""
+        found = persist.load(self._folder, self._identity())
+        if found is None:
+            return
+        manifest, arrays = found
+        watermark, docs = manifest["watermark"], arrays["bm25.docs"]
+        known = np.asarray(self.store.variant_ids(), dtype=np.int64)
+        if not np.array_equal(known[:len(docs)], docs) or (len(docs) and (
+                self.store.get([watermark])[0].transition_key != manifest["fingerprint"])):
+            return       # not the memories it was built from (e.g. the store was restored from a backup)
+        bm25 = {k.removeprefix("bm25."): v for k, v in arrays.items() if k.startswith("bm25.")}
+        self.bm25 = BM25Index.from_state(bm25, k1=self.bm25.k1, b=self.bm25.b)
+        starts = arrays["block_start"].tolist()
+        self._blocks = [_Block.over(arrays["vectors"][lo:hi]) for lo, hi in pairwise(starts)]
+        keys = [tuple(key) for key in manifest["blocks"]]
+        self._block_code = {key: code for code, key in enumerate(keys)}
+        self._block_type = [key[2] for key in keys]
+        self._block_of = np.array(arrays["block_of"], dtype=np.int32)
+        self._row_of = np.array(arrays["row_of"], dtype=np.int64)
+        self._last_id = watermark
+        self._saved = len(docs)
+        self.loaded = True
+
+    def _save(self) -> None:
+        """Persist the current state as a new generation (skipped if another process is saving)."""
+        keys = sorted(self._block_code, key=self._block_code.get)
+        sizes = [block.n for block in self._blocks]
+        top = self._last_id
+        fingerprint = self.store.get([top])[0].transition_key
+        arrays = {"vectors": [block.matrix[:block.n] for block in self._blocks],
+                  "block_start": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                  "block_of": self._block_of[:top + 1], "row_of": self._row_of[:top + 1],
+                  **{f"bm25.{k}": v for k, v in self.bm25.state().items()}}
+        manifest = {**self._identity(), "watermark": top, "count": len(self), "fingerprint": fingerprint,
+                    "blocks": [list(key) for key in keys]}
+        try:
+            if persist.save(self._folder, manifest, arrays):
+                self._saved = len(self)
+        except (OSError, InvalidInputError):
+            pass    # the persisted index is a cache: a full disk only makes the next open slower
 
     def __len__(self) -> int:
         return len(self.bm25)
@@ -92,6 +158,9 @@ class MemoryIndex:
         new_ids = self.store.variant_ids(after=self._last_id)
         for start in range(0, len(new_ids), _SYNC_CHUNK):
             self._add(new_ids[start:start + _SYNC_CHUNK])
+        if (self._folder and len(self) and not self.store.read_only
+                and len(self) - self._saved >= max(_SAVE_MIN, self._saved // 100)):
+            self._save()
         return len(new_ids)
 
     def _add(self, ids: list[int]) -> None:

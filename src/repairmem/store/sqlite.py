@@ -221,6 +221,11 @@ class SQLiteMemoryStore:
             require_tables(db, self.path, _WHAT, _TABLES)
 
     @property
+    def index_path(self) -> str | None:
+        """Where ``MemoryIndex`` keeps its persisted state (``STORE.index/``); None for ``:memory:``."""
+        return None if self.path == ":memory:" else self.path + ".index"
+
+    @property
     @_guarded
     def schema_version(self) -> int:
         return stored_schema_version(self._db, self.path, _WHAT)
