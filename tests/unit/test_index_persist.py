@@ -1,0 +1,136 @@
+"""The persisted retrieval index (``STORE.index/``): a reopened store ranks exactly as a fresh rebuild."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from repairmem import memory_from_episode
+from repairmem.retrieval import index as index_module
+from repairmem.retrieval.encoders import HashingEncoder
+from repairmem.retrieval.hybrid import MERIT, RETRIEVAL_METHODS, RetrievalQuery, retrieve
+from repairmem.retrieval.index import MemoryIndex
+from repairmem.store import open_store
+from tests.conftest import make_episode
+
+ENCODER = HashingEncoder(dim=32)
+WORDS = "select from where join singer concert name age count avg t1 t2 order by limit group".split()
+TYPES = ("Schema Linking", "Syntax", "Result Mismatch")
+
+
+def add_memories(store, start: int, count: int, seed: int = 0) -> None:
+    rng = random.Random(seed * 7919 + start)
+    for i in range(start, start + count):
+        # "having" removed by ~90 % of memories: a default-level BM25 term whose absences are listed on add
+        words = " ".join(rng.choices(WORDS, k=rng.randrange(2, 12)))
+        having = " having" if rng.random() < 0.9 else ""
+        ep = make_episode(f"q{i}", i, namespace=f"db{i % 4}", solved=rng.random() < 0.6, failure_type=TYPES[i % 3],
+                          before=f"SELECT {words} x{i}{having}", after=f"SELECT {words} {rng.choice(WORDS)}")
+        store.finalize(ep, memory_from_episode(ep))
+
+
+def assert_ranks_as_fresh(store, *, loaded: bool = True, queries: int = 6) -> None:
+    """The persisted index, reopened, gives the same scores (bit for bit) and rankings as a rebuild."""
+    persisted = MemoryIndex(store, ENCODER)
+    fresh = MemoryIndex(store, ENCODER, persist=False)
+    assert persisted.loaded is loaded and not fresh.loaded
+    assert len(persisted) == len(fresh) == len(store.variant_ids())
+    ids = np.asarray(store.variant_ids())
+    rng = random.Random(len(ids))
+    for k in range(queries):
+        text = " ".join(rng.choices(WORDS, k=8)) + " having"
+        vector = ENCODER.encode([text])[0]
+        for pool in (ids, ids[::3], ids[ids % 2 == 0]):
+            assert np.array_equal(persisted.dense_scores(vector, pool), fresh.dense_scores(vector, pool))
+            assert np.array_equal(persisted.bm25_scores(text, pool), fresh.bm25_scores(text, pool))
+        query = RetrievalQuery(text, text, TYPES[k % 3], len(ids) + 10, f"probe{k}", f"db{k % 4}")
+        for config in (MERIT, RETRIEVAL_METHODS["dynamic_rag"]):
+            assert (retrieve(persisted, query, config, query_vector=vector).explain()
+                    == retrieve(fresh, query, config, query_vector=vector).explain())
+
+
+@pytest.fixture
+def save_often(monkeypatch):
+    monkeypatch.setattr(index_module, "_SAVE_MIN", 20)
+
+
+def test_a_reopened_store_maps_its_index_and_ranks_as_a_rebuild(tmp_path, save_often):
+    path = tmp_path / "m.db"
+    with open_store(path) as store:
+        add_memories(store, 1, 150)
+        assert not MemoryIndex(store, ENCODER).loaded      # first open: built, then saved
+        assert (tmp_path / "m.db.index" / "manifest.json").is_file()
+        index = MemoryIndex(store, ENCODER)
+        assert index.loaded and index.bm25._dense, "no default-level BM25 term: the fixture is too small"
+    with open_store(path, read_only=True) as store:
+        assert_ranks_as_fresh(store)
+
+
+@settings(max_examples=12, deadline=None)
+@given(first=st.integers(20, 140), later=st.integers(0, 60), seed=st.integers(0, 3))
+@example(first=140, later=60, seed=0)   # "having" is a default-level term before the save
+def test_watermark_catch_up_ranks_as_a_rebuild(tmp_path_factory, first, later, seed):
+    """Memories written after the saved generation (by any process) are added on open, in order."""
+    index_module._SAVE_MIN, saved_min = 20, index_module._SAVE_MIN
+    try:
+        path = tmp_path_factory.mktemp("w") / "m.db"
+        with open_store(path) as store:
+            add_memories(store, 1, first, seed)
+            MemoryIndex(store, ENCODER)
+            add_memories(store, first + 1, later, seed)   # written without any index open: past the watermark
+        index_module._SAVE_MIN = 10_000                   # keep the stale generation: the catch-up is tested
+        with open_store(path) as store:
+            assert_ranks_as_fresh(store, queries=2)
+    finally:
+        index_module._SAVE_MIN = saved_min
+
+
+def test_a_stale_or_damaged_index_is_rebuilt_and_replaced(tmp_path, save_often):
+    path = tmp_path / "m.db"
+    folder = tmp_path / "m.db.index"
+    with open_store(path) as store:
+        add_memories(store, 1, 60)
+        MemoryIndex(store, ENCODER)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    vectors = folder / f"{manifest['generation']}.vectors.npy"
+    vectors.write_bytes(vectors.read_bytes()[:-4])                  # torn data file
+    with open_store(path) as store:
+        assert_ranks_as_fresh(store, loaded=False, queries=2)       # ignored (and saved anew)
+        assert MemoryIndex(store, ENCODER).loaded
+    (folder / "manifest.json").write_text("{not json")
+    with open_store(path) as store:
+        assert_ranks_as_fresh(store, loaded=False, queries=2)
+    # the same ids holding other memories (a store restored from a backup, then written again)
+    other = tmp_path / "other.db"
+    with open_store(other) as store:
+        add_memories(store, 1, 60, seed=5)
+    path.unlink()
+    other.rename(path)
+    with open_store(path) as store:
+        assert_ranks_as_fresh(store, loaded=False, queries=2)
+    with open_store(path) as store:     # another encoder: a different index
+        assert not MemoryIndex(store, HashingEncoder(dim=16)).loaded
+
+
+def test_read_only_opens_never_write_the_index(tmp_path, save_often):
+    path = tmp_path / "m.db"
+    with open_store(path) as store:
+        add_memories(store, 1, 60)
+    with open_store(path, read_only=True) as store:
+        index = MemoryIndex(store, ENCODER)          # embeds in memory only
+        assert len(index) == 60 and not index.loaded
+    assert not (tmp_path / "m.db.index").exists()
+
+
+def test_a_folder_that_is_not_ours_is_left_alone(tmp_path, save_often):
+    path = tmp_path / "m.db"
+    folder = tmp_path / "m.db.index"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    with open_store(path) as store:
+        add_memories(store, 1, 60)
+        assert len(MemoryIndex(store, ENCODER)) == 60
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"] and (folder / "notes.txt").read_text() == "mine"
