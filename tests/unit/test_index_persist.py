@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 from repairmem import memory_from_episode
 from repairmem.retrieval import index as index_module
 from repairmem.retrieval.encoders import HashingEncoder
-from repairmem.retrieval.hybrid import MERIT, RETRIEVAL_METHODS, RetrievalQuery, retrieve
+from repairmem.retrieval.hybrid import (
+    MERIT,
+    RETRIEVAL_METHODS,
+    RetrievalQuery,
+    retrieve,
+)
 from repairmem.retrieval.index import MemoryIndex
 from repairmem.store import open_store
 from tests.conftest import make_episode
