@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from repairmem import Attempt, Episode, memory_from_episode
+from repairmem import Episode, memory_from_episode
 from repairmem.gate.audit import AuditLog
 from repairmem.gate.policies import make_policy
 from repairmem.memory import Memory, SqlFailure
@@ -221,14 +221,6 @@ def failure_of(q) -> SqlFailure:
     return SqlFailure(q.question, q.current, "EXECUTION_ERROR", "misuse of aggregate: avg()", database=q.namespace)
 
 
-def insert_episode(i: int, size: int, rng: random.Random) -> Episode:
-    words = speed.WORDS
-    return Episode(f"ins/{i}", f"ins{i}", size + i, f"db{i % 200}", f"question {i} about {rng.choice(words)}",
-                   (Attempt(f"SELECT x{i} FROM {rng.choice(words)}", "EXECUTION_ERROR", "no such column: x",
-                            "Schema Linking"),
-                    Attempt(f"SELECT y{i} FROM {rng.choice(words)}", "CORRECT")), finalized=True, method="bench")
-
-
 def bench_size(size: int, args, server, workdir: Path, pids: list[int]) -> dict:
     rng = random.Random(args.seed)
     encoder = HashingEncoder(dim=384)
@@ -263,7 +255,7 @@ def bench_size(size: int, args, server, workdir: Path, pids: list[int]) -> dict:
                     side.timed("recall_live", side.plain.recall, failure_of(q), query_id=q.query_id,
                                failure_type=q.failure_type)
             for j in range(args.inserts):
-                episode = insert_episode(j + 1, size, rng)
+                episode = speed.new_episode(size, j, rng)
                 for side in sides:
                     side.insert(episode)
             for side in sides:           # where the time goes, after the timed passes (wrappers cost a little)
