@@ -7,9 +7,10 @@
 Both stores get the same synthetic memories (``retrieval_speed.synthetic_memory``: SQL repair
 transitions and coding-failure variants, 384-d hashing vectors, MiniLM's width), bulk-loaded with
 the store's own ``import_variants`` in batches of 2,000 (one transaction each; not timed, and
-``--pause`` does not pause anything while filling). PostgreSQL is a throwaway embedded server
-(``tests/postgres_server.py``, the tests' server: loopback TCP, fsync off) unless ``--postgres-url``
-names one. Timed, with the query's embedding excluded (each query text is embedded once in a
+``--pause`` does not pause anything while filling), then ``ANALYZE`` on PostgreSQL (what
+autovacuum does within a minute; ``--no-analyze`` times the store straight after the load).
+PostgreSQL is a throwaway embedded server (``tests/postgres_server.py``, the tests' server:
+loopback TCP, fsync off) unless ``--postgres-url`` names one. Timed, with the query's embedding excluded (each query text is embedded once in a
 warm-up pass and its vector reused):
 
 - store open (``open_store``) and index build (``MemoryIndex``: every memory and vector read once);
@@ -69,7 +70,7 @@ pg = _load("postgres_server", HERE.parent / "tests" / "postgres_server.py")
 
 BACKENDS = ("sqlite", "postgres")
 MEASURES = ("retrieval", "recall_none", "recall_rscb_mc", "recall_live", "insert")
-LABELS = {"fill": "fill (import_variants, not paused)", "open": "store open", "index": "index build",
+LABELS = {"fill": "fill (import_variants [+ ANALYZE], not paused)", "open": "store open", "index": "index build",
           "retrieval": "retrieval (MERIT)", "recall_none": "recall, policy None", "recall_rscb_mc":
           "recall, rscb_mc", "recall_live": "recall, live position (+ stats())", "insert": "insert (finalize + sync)"}
 STORE_CALLS = ("variant_ids", "_refresh", "eligible_ids", "get")
@@ -139,12 +140,19 @@ class RememberedEncoder:
         return np.stack([self.seen[t] for t in texts])
 
 
-def fill(path: str, memories: list, encoder) -> float:
-    """Seconds to import ``memories`` into a new store at ``path`` (vectors embedded on the way)."""
+def fill(path: str, memories: list, encoder, analyze: bool = True) -> float:
+    """Seconds to import ``memories`` into a new store at ``path`` (vectors embedded on the way).
+
+    PostgreSQL then gets the ``ANALYZE`` that autovacuum runs within a minute of a bulk load: until
+    it has, the planner knows no row counts and the eligibility refresh scans ``episodes`` whole."""
     t = time.perf_counter()
     with open_store(path, embedder=speed.PrecomputedEmbedder(encoder)) as store:
         for start in range(0, len(memories), 2000):
             store.import_variants(memories[start:start + 2000])
+    if analyze and path.startswith("postgresql://"):
+        import psycopg
+        with psycopg.connect(path, autocommit=True) as conn:
+            conn.execute("ANALYZE")
     return time.perf_counter() - t
 
 
@@ -230,7 +238,7 @@ def bench_size(size: int, args, server, workdir: Path, pids: list[int]) -> dict:
     fills = {}
     for name in BACKENDS:
         load = loadavg()
-        fills[name] = fill(paths[name], memories, encoder)
+        fills[name] = fill(paths[name], memories, encoder, analyze=not args.no_analyze)
         print(f"{size:,}: filled {name} in {fills[name]:.1f} s (load {load})", file=sys.stderr, flush=True)
     remembered = RememberedEncoder(encoder)
     sides: list[Side] = []
@@ -331,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inserts", type=int, default=200)
     parser.add_argument("--breakdown", type=int, default=50, help="queries whose store calls are timed")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-analyze", action="store_true",
+                        help="time PostgreSQL right after the bulk load, before any ANALYZE (stale planner statistics)")
     parser.add_argument("--postgres-url", help="a superuser URL of a server with pgvector (default: an embedded one)")
     parser.add_argument("--pause", default="", help="comma-separated pids to SIGSTOP during the timed parts only")
     parser.add_argument("--json", help="also write the results here")
