@@ -321,7 +321,7 @@ class Memory:
 
     def next_position(self) -> int:
         """The stream position after everything finalized so far (what live recalls use)."""
-        top = self.store.stats()["max_source_pos"]
+        top = self.store.max_position()
         return 0 if top is None else int(top) + 1
 
     def recall(self, failure: SqlFailure | TerminalFailure, *, query_id: str, namespace: str | None = None,

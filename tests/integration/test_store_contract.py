@@ -110,6 +110,16 @@ def test_episode_without_memory_is_recorded_but_adds_no_variant(store):
     assert stats["episodes"] == 1 and stats["episodes_with_memory"] == 0 and len(store) == 0
 
 
+def test_max_position_is_the_latest_finalized_episode(store):
+    """What a live recall's default position (``Memory.next_position``) is read from, without
+    computing every statistic of the store."""
+    assert store.max_position() is None
+    for position in (3, 9, 5):
+        ep = make_episode(f"q{position}", position)
+        store.finalize(ep, memory_from_episode(ep))
+    assert store.max_position() == 9 == store.stats()["max_source_pos"]
+
+
 def test_a_failed_write_leaves_nothing(target):
     class Broken:
         name = "broken"

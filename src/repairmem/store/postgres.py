@@ -473,6 +473,9 @@ class PostgresMemoryStore:
     def __len__(self) -> int:
         return self._db.execute("SELECT count(*) FROM variants").fetchone()[0]
 
+    def max_position(self) -> int | None:
+        return self._db.execute("SELECT max(source_pos) FROM episodes").fetchone()[0]
+
     def stats(self) -> dict:
         db = self._db
 

@@ -54,6 +54,9 @@ class MemoryStore(Protocol):
     def all_variants(self) -> list[MemoryVariant]:
         """Every variant in id order (for export)."""
 
+    def max_position(self) -> int | None:
+        """The highest stream position of any finalized episode (None when there is none)."""
+
     def stats(self) -> dict:
         """Counts by polarity, kind, failure type and namespace."""
 

@@ -517,6 +517,10 @@ class SQLiteMemoryStore:
         return self._db.execute("SELECT count(*) FROM variants").fetchone()[0]
 
     @_guarded
+    def max_position(self) -> int | None:
+        return self._db.execute("SELECT max(source_pos) FROM episodes").fetchone()[0]
+
+    @_guarded
     def stats(self) -> dict:
         db = self._db
 
