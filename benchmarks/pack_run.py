@@ -57,6 +57,9 @@ def pack(run_dir: Path, dest: Path) -> list[Path]:
         recorded = sum(1 for line in path.read_bytes().splitlines() if line.strip())
         state = next((s for s in states if int(s.stem) == recorded), None)
         if state is not None:
+            for stale in (dest / "gates" / stream).glob("*.json.gz"):     # an earlier pack's: superseded
+                if stale.name != state.name + ".gz":
+                    stale.unlink()
             _gz(state, dest / "gates" / stream / (state.name + ".gz"))
             written.append(dest / "gates" / stream / (state.name + ".gz"))
         audit = run_dir / "audit" / f"{stream}.db"
