@@ -153,3 +153,16 @@ def parse_json(text: str | bytes, *, where: str = "") -> Any:
         children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
         stack.extend((child, depth + 1) for child in children)
     return value
+
+
+def read_json_file(path, kind: type = dict, what: str = "JSON"):
+    """The JSON file at ``path``, which must hold a ``kind`` (dict or list) at the top;
+    ``InvalidInputError`` naming ``what`` and the file otherwise."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {what} {path}: {exc}") from None
+    if not isinstance(value, kind):
+        raise InvalidInputError(f"{what} {path}: expected a JSON {'object' if kind is dict else 'array'}, "
+                                f"got {type(value).__name__}")
+    return value

@@ -166,6 +166,19 @@ def store_error(path: str, what: str, exc: Exception, *, opening: bool = False) 
     return StoreError(f"{path}: {head} ({exc})" + (f": {cause}" if cause else ""))
 
 
+def prepare_or_close(db: sqlite3.Connection, path: str, what: str, prepare) -> None:
+    """Run ``prepare()`` (schema checks or migration) on the just-opened ``db``; on any failure
+    close it, SQLite's own errors as the ``StoreError`` that names the file."""
+    try:
+        prepare()
+    except SQLITE_FAILURES as exc:
+        db.close()
+        raise store_error(path, what, exc, opening=True) from None
+    except BaseException:
+        db.close()
+        raise
+
+
 def sqlite_errors(what: str):
     """Decorator for a method of an object with a ``path``: ``SQLITE_FAILURES`` become ``StoreError``.
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
 from ..sqlite_wal import (
-    SQLITE_FAILURES, check_ours, check_writable, connect_wal, require_tables, sqlite_errors, store_error,
-    stored_schema_version, write_transaction,
+    check_ours, check_writable, connect_wal, prepare_or_close, require_tables, sqlite_errors, stored_schema_version,
+    write_transaction,
 )
 from ..check import check_int, check_number, parse_json
 from ..errors import InvalidInputError, StoreError
@@ -117,17 +117,8 @@ class AuditLog:
         self.read_only = not create
         self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="gate audit log",
                                application_id=APPLICATION_ID, read_only=self.read_only)
-        try:
-            if self.read_only:
-                self._check_version(self._db)
-            else:
-                self._migrate()
-        except SQLITE_FAILURES as exc:
-            self._db.close()
-            raise store_error(self.path, _WHAT, exc, opening=True) from None
-        except BaseException:
-            self._db.close()
-            raise
+        prepare_or_close(self._db, self.path, _WHAT,
+                         lambda: self._check_version(self._db) if self.read_only else self._migrate())
 
     def close(self) -> None:
         self._db.close()

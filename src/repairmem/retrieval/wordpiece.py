@@ -23,12 +23,11 @@ U+0890..U+08E2, U+2E43..U+2E5D), which ``tokenizers`` still treats as unassigned
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from pathlib import Path
 
-from ..check import check_int
+from ..check import check_int, read_json_file
 from ..errors import InvalidInputError
 
 __all__ = ["WordPieceTokenizer", "read_json"]
@@ -52,13 +51,7 @@ def _is_cjk(code: int) -> bool:
 
 def read_json(path: Path, kind: type = dict, what: str = "model file"):
     """A JSON file of a model directory, which must hold a ``kind`` (dict or list) at the top."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInputError(f"cannot read {what} {path}: {exc}") from exc
-    if not isinstance(value, kind):
-        raise InvalidInputError(f"{what} {path}: expected a JSON {'object' if kind is dict else 'array'}")
-    return value
+    return read_json_file(path, kind, what)
 
 
 def _expect(config: dict, key: str, expected: object, where: str) -> None:

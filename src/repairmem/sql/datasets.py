@@ -29,7 +29,6 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..check import check_int
+from ..check import check_int, read_json_file
 from ..errors import InvalidInputError
 
 __all__ = ["Dataset", "Example", "load_dataset", "quote_identifier", "render_schema"]
@@ -132,13 +131,7 @@ def load_dataset(kind: str, root: str | PathLike[str], *, limit: int | None = No
 def _read_json_list(path: Path) -> list[Any]:
     if not path.is_file():
         raise InvalidInputError(f"dataset file not found: {path}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInputError(f"{path}: cannot read JSON: {exc}") from None
-    if not isinstance(data, list):
-        raise InvalidInputError(f"{path}: expected a JSON list, got {type(data).__name__}")
-    return data
+    return read_json_file(path, list)
 
 
 def _db_file(root: Path, layout: _Layout, db_id: str) -> Path:

@@ -27,8 +27,8 @@ import numpy as np
 from ..check import check_int, parse_json
 from ..errors import InvalidInputError, StoreError
 from ..sqlite_wal import (
-    SQLITE_FAILURES, check_ours, check_writable, connect_wal, require_tables, sqlite_errors, store_error,
-    stored_schema_version, write_transaction,
+    check_ours, check_writable, connect_wal, prepare_or_close, require_tables, sqlite_errors, stored_schema_version,
+    write_transaction,
 )
 from ..types import (
     COUNTER_NAMES, Counters, Episode, MemoryVariant, Outcome, Polarity, Provenance, Scope,
@@ -162,18 +162,7 @@ class SQLiteMemoryStore:
         self._seen_own_writes = -1
         self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="repairmem store",
                                application_id=APPLICATION_ID, read_only=read_only)
-        try:
-            if read_only:
-                self._check_version(self._stored_version(self._db), upgradable=False)
-                require_tables(self._db, self.path, _WHAT, _TABLES)
-            else:
-                self._migrate()
-        except SQLITE_FAILURES as exc:
-            self._db.close()
-            raise store_error(self.path, _WHAT, exc, opening=True) from None
-        except BaseException:
-            self._db.close()
-            raise
+        prepare_or_close(self._db, self.path, _WHAT, self._check_readable if read_only else self._migrate)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -195,6 +184,10 @@ class SQLiteMemoryStore:
 
     def _stored_version(self, db) -> int:
         return stored_schema_version(db, self.path, _WHAT) or 0
+
+    def _check_readable(self) -> None:
+        self._check_version(self._stored_version(self._db), upgradable=False)
+        require_tables(self._db, self.path, _WHAT, _TABLES)
 
     def _check_version(self, version: int, *, upgradable: bool) -> None:
         """Refuse a store this repairmem cannot read: newer, or older when it may not migrate it."""
