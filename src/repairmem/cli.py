@@ -6,6 +6,7 @@ error messages) cannot drive the terminal with escape codes."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -71,7 +72,8 @@ def cmd_memory_import(args):
     except BaseException:
         if new:          # a refused import into a new path leaves no empty store behind
             for suffix in ("", "-wal", "-shm", "-journal"):
-                Path(args.store + suffix).unlink(missing_ok=True)
+                with contextlib.suppress(OSError):      # a path the OS refuses holds nothing of ours
+                    Path(args.store + suffix).unlink(missing_ok=True)
         raise
     _emit(args, {"imported": len(ids), "ids": ids, "store": args.store},
           lambda: f"imported {len(ids)} memories into {args.store}")
@@ -530,8 +532,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = None
     try:
-        args = build_parser().parse_args(argv)
-        code = args.func(args)
+        try:
+            args = build_parser().parse_args(argv)
+            code = args.func(args)
+        except OSError as exc:
+            if exc.filename is None or isinstance(exc, BrokenPipeError):
+                raise
+            # a path the operating system refuses (too long, no permission, not a folder) is bad input
+            raise InvalidInputError(f"{exc.filename}: {exc.strerror or exc}") from None
     except RepairmemError as exc:
         # --json (or, when the arguments did not parse, the word --json among them): the error is JSON on
         # stdout too, same exit code

@@ -87,6 +87,20 @@ def _read_existing(file: Path, path: str, *, busy_timeout_s: float, what: str, a
     return db
 
 
+def _probe(file: Path, what: str) -> str:
+    """What is at ``file``: "file" (non-empty), "an empty file", "a directory", "no such file" (its
+    folder exists) or "no folder"; a path the OS refuses to look at (too long, no permission) is an
+    ``InvalidInputError`` naming it."""
+    try:
+        if file.is_file():
+            return "file" if file.stat().st_size else "an empty file"
+        if file.is_dir():
+            return "a directory"
+        return "no such file" if file.resolve().parent.is_dir() else "no folder"
+    except OSError as exc:
+        raise InvalidInputError(f"{file}: cannot use this path for the {what} ({exc.strerror})") from None
+
+
 def connect_wal(path: str, *, busy_timeout_s: float, what: str, application_id: int,
                 read_only: bool = False) -> sqlite3.Connection:
     """Open ``path`` (``":memory:"`` allowed) the repairmem way; ``what`` names the file in errors.
@@ -96,19 +110,19 @@ def connect_wal(path: str, *, busy_timeout_s: float, what: str, application_id: 
     creates or changes a file (a mistyped path is an ``InvalidInputError``, not a new store).
     """
     file = Path(path)
-    if path == ":memory:":
+    found = "memory" if path == ":memory:" else _probe(file, what)
+    if found == "memory":
         if read_only:
             raise InvalidInputError(f"a read-only {what} needs a file, not ':memory:'")
-    elif file.is_file() and file.stat().st_size:
+    elif found == "file":
         db = _read_existing(file, path, busy_timeout_s=busy_timeout_s, what=what, application_id=application_id,
                             read_only=read_only)
         if read_only:
             return db
         db.close()
     elif read_only:
-        found = "an empty file" if file.is_file() else "a directory" if file.is_dir() else "no such file"
         raise InvalidInputError(f"{path}: no {what} here ({found}); nothing was created, check the path")
-    elif not file.resolve().parent.is_dir():
+    elif found == "no folder":
         raise StoreError(f"{path}: directory {file.resolve().parent} does not exist")
     try:
         db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)

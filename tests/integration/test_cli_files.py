@@ -91,6 +91,22 @@ def test_a_read_only_command_on_a_mistyped_path_creates_nothing(tmp_path, name):
     assert snapshot(tmp_path) == {}
 
 
+@pytest.mark.parametrize("store", ["x" * 300, "file.txt/store.db"])
+@pytest.mark.parametrize("verb", ["import", "stats", "export"])
+def test_a_path_the_os_refuses_is_a_clear_error_that_creates_nothing(tmp_path, store, verb):
+    """A name longer than the file system takes, or a path under a file (found by the fuzz test)."""
+    (tmp_path / "file.txt").write_text("a file, not a folder\n")
+    (tmp_path / "in.jsonl").write_text("")
+    before = snapshot(tmp_path)
+    extra = {"import": [tmp_path / "in.jsonl"], "stats": [], "export": ["--out", tmp_path / "out"]}[verb]
+    proc = subprocess.run([sys.executable, "-m", "repairmem", "memory", verb, "--store", str(tmp_path / store),
+                           *map(str, extra), "--json"], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert store.split("/")[0] in json.loads(proc.stdout)["error"]
+    assert snapshot(tmp_path) == before
+
+
 def test_memory_search_computes_missing_vectors_without_writing_them(tmp_path):
     folder = tmp_path / "data"
     folder.mkdir()

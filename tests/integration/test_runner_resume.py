@@ -3,7 +3,9 @@
 import json
 import os
 import random
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -194,3 +196,30 @@ def test_a_run_folder_is_locked_while_a_process_writes_it(tmp_path):
     run(config, out, model=RecordingModel(ScriptedAnswerer(), tmp_path / "c.jsonl"), show_progress=False,
         log=lambda s: None)                                     # the lock goes with the process that held it
     assert (out / "run.json").exists()
+
+
+def test_decisions_of_a_cut_short_first_episode_are_discarded_on_resume(tmp_path):
+    """A kill inside the first episode of a gated stream leaves its decisions in the audit log and no
+    record or gate state; the resumed stream must play that episode again from a clean audit."""
+    data = build_mini_spider(tmp_path / "spider")
+    cassette = tmp_path / "cassette.jsonl"
+    config = RunConfig("spider", str(data), ("merit_gated",), (0,), model="replay:x", encoder="hashing",
+                       options=LoopOptions(budget=3))
+    reference = run(config, tmp_path / "reference", model=RecordingModel(ScriptedAnswerer(), cassette),
+                    encoder=HashingEncoder(64), show_progress=False, log=lambda s: None)
+    first = json.loads((reference / "records" / "merit_gated-seed0.jsonl").read_text().splitlines()[0])["example_id"]
+    cut = tmp_path / "cut"
+    shutil.copytree(reference, cut)
+    for folder in ("records", "stores", "gates"):
+        shutil.rmtree(cut / folder)
+    db = sqlite3.connect(cut / "audit" / "merit_gated-seed0.db")       # the audit as the kill left it
+    with db:
+        db.execute("DELETE FROM rewards WHERE decision_id IN (SELECT decision_id FROM decisions WHERE session != ?)",
+                   (first,))
+        kept = db.execute("DELETE FROM decisions WHERE session != ?", (first,)).rowcount
+        left = db.execute("SELECT count(*) FROM decisions").fetchone()[0]
+    db.close()
+    assert kept and left, "the first episode made no gate decision; the test proves nothing"
+    run(config, cut, resume=True, model=ReplayModel(cassette), encoder=HashingEncoder(64), show_progress=False,
+        log=lambda s: None)
+    assert snapshot(cut) == snapshot(reference)

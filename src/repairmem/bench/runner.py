@@ -256,17 +256,18 @@ def _stream_gate(method, out: Path, run_id: str, recorded: int, order: list):
     audit = AuditLog(out / "audit" / f"{run_id}.db")
     try:
         if recorded == 0:
-            return Gate(make_policy(method.gate), audit=audit, ledger=Ledger()), audit
-        path = gates / f"{recorded}.json"
-        if not path.exists():
-            raise InvalidInputError(f"{path}: the gate state saved with record {recorded} of {run_id} is missing; "
-                                    "the stream cannot resume exactly (start it again in a new --out)")
-        gate, meta = load_gate_state(path, audit=audit)
-        if meta.get("after") != order[recorded - 1].example_id:
-            raise InvalidInputError(f"{path}: saved after {meta.get('after')!r}, but record {recorded} is "
-                                    f"{order[recorded - 1].example_id!r}")
-        if recorded < len(order):
-            audit.discard_session(order[recorded].example_id)   # decisions of an episode a kill cut short
+            gate = Gate(make_policy(method.gate), audit=audit, ledger=Ledger())
+        else:
+            path = gates / f"{recorded}.json"
+            if not path.exists():
+                raise InvalidInputError(f"{path}: the gate state saved with record {recorded} of {run_id} is "
+                                        "missing; the stream cannot resume exactly (start it again in a new --out)")
+            gate, meta = load_gate_state(path, audit=audit)
+            if meta.get("after") != order[recorded - 1].example_id:
+                raise InvalidInputError(f"{path}: saved after {meta.get('after')!r}, but record {recorded} is "
+                                        f"{order[recorded - 1].example_id!r}")
+        if recorded < len(order):   # decisions of an episode a kill cut short (the first one too)
+            audit.discard_session(order[recorded].example_id)
         return gate, audit
     except BaseException:
         audit.close()
