@@ -472,8 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--encoder", default="default")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default 2)")
     p = command(sql, "report", cmd_sql_report, "tables (paper's Tables 1-4), plots and an HTML page from a run's records")
-    p.add_argument("run_dir")
-    p.add_argument("--out", help="where to write (default RUN_DIR/report)")
+    p.add_argument("run_dir", nargs="+", help="a run folder, or several of one configuration (streams run "
+                   "as separate processes) reported together")
+    p.add_argument("--out", help="where to write (default: the first RUN_DIR/report)")
     p.add_argument("--baseline", default="iterative")
     p.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples for paired intervals")
     p.add_argument("--seed", type=int, default=0)

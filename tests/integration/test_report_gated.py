@@ -13,6 +13,7 @@ from repairmem.bench.gating import DATABASES_NOT_FOUND, gate_blocks, gate_stream
 from repairmem.bench.report import main_report, render_markdown, write_report
 from repairmem.bench.runner import RunConfig, run
 from repairmem.classify.sql_signatures import sql_parts
+from repairmem.errors import InvalidInputError
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.retrieval.encoders import HashingEncoder
 from tests.fixtures.mini_spider import SCRIPT, ScriptedAnswerer, build_mini_spider
@@ -205,3 +206,46 @@ def test_a_report_regenerates_from_compressed_records_as_committed(run_dir, tmp_
     a, b = json.loads(plain.getvalue()), json.loads(zipped.getvalue())
     for key in ("methods", "gating"):
         assert a[key] == b[key]
+
+
+def split_by_method(run_dir: Path, root: Path, groups) -> list[Path]:
+    """The run as separate folders, one per group of methods, as separate processes write them."""
+    meta = json.loads((run_dir / "run.json").read_text())
+    folders = []
+    for n, methods in enumerate(groups):
+        folder = root / f"part{n}"
+        (folder / "records").mkdir(parents=True)
+        for name in ("skipped.json", "initial.jsonl"):
+            shutil.copy(run_dir / name, folder / name)
+        (folder / "run.json").write_text(json.dumps({**meta, "config": {**meta["config"], "methods": list(methods)}}))
+        for m in methods:
+            for path in (run_dir / "records").glob(f"{m}-seed*.jsonl"):
+                shutil.copy(path, folder / "records" / path.name)
+        folders.append(folder)
+    return folders
+
+
+def test_streams_in_separate_folders_report_as_one_run(run_dir, metrics, tmp_path):
+    folders = split_by_method(run_dir, tmp_path, [METHODS[:1], METHODS[1:3], METHODS[3:]])
+    merged = json.loads(write_report(folders, tmp_path / "out", bootstrap=200).metrics.read_text())
+    assert merged["run"]["folders"] == ["part0", "part1", "part2"]
+    assert merged["method_order"] == metrics["method_order"]
+    for key in ("methods", "streams", "paired", "ablations", "gating"):
+        assert merged[key] == metrics[key], key
+
+
+def test_folders_of_another_configuration_or_start_are_refused(run_dir, tmp_path):
+    a, b = split_by_method(run_dir, tmp_path, [METHODS[:2], METHODS[2:]])
+    with pytest.raises(InvalidInputError, match="merit_grounded-seed1 are also in an earlier folder"):
+        write_report([a, a], tmp_path / "out", bootstrap=50)
+    lines = (b / "initial.jsonl").read_text().splitlines(keepends=True)
+    (b / "initial.jsonl").write_text("".join(lines[1:]))
+    with pytest.raises(InvalidInputError, match="initial predictions"):
+        write_report([a, b], tmp_path / "out", bootstrap=50)
+    (b / "initial.jsonl").write_text("".join(lines))
+    meta = json.loads((b / "run.json").read_text())
+    meta["config"]["options"]["budget"] = BUDGET + 1
+    (b / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(InvalidInputError, match=r"options differ"):
+        write_report([a, b], tmp_path / "out", bootstrap=50)
+    assert not (tmp_path / "out").exists()

@@ -48,8 +48,8 @@ from ..types import normalize_sql
 
 __all__ = [
     "ABLATIONS", "METHOD_LABELS", "METHOD_ORDER", "Run", "aggregate", "episode_oscillates", "learning_curve",
-    "learning_curves", "load_run", "method_label", "mean_learning_curve", "ordered_methods", "repeated_attempts",
-    "run_metrics", "stream_metrics",
+    "learning_curves", "load_run", "load_runs", "method_label", "mean_learning_curve", "ordered_methods",
+    "repeated_attempts", "run_metrics", "stream_metrics",
 ]
 
 #: the order of the methods table (repairmem.agents.sql_repair.METHODS); unknown methods follow, sorted
@@ -207,6 +207,56 @@ def load_run(run_dir: str | Path) -> Run:
         notes.append(f"records of methods not in run.json's configuration, reported too: {', '.join(extra)}")
     return Run(root, config, {k: v for k, v in meta.items() if k != "config"}, list(skipped), records, expected,
                tuple(notes), missing)
+
+
+def _initial_predictions(run: Run) -> dict[str, Any] | None:
+    initial = next((p for p in (run.path / "initial.jsonl", run.path / "initial.jsonl.gz") if p.is_file()), None)
+    if initial is None:
+        return None
+    lines, _ = _read_lines_loose(initial)
+    return {line.get("example_id"): line for line in lines}
+
+
+def load_runs(run_dirs: Sequence[str | Path]) -> Run:
+    """Several run folders of one configuration read as one run, so streams that ran as separate
+    processes (one folder each) share one report and its paired intervals.
+
+    Every setting but ``methods`` and ``data`` (the dataset's location on that machine) must agree,
+    and so must the skipped examples and the shared initial predictions: the streams are then the
+    same stream order from the same starting point. A (method, seed) stream in two folders is refused.
+    """
+    if not run_dirs:
+        raise InvalidInputError("no run folder given")
+    runs = [load_run(d) for d in run_dirs]
+    first = runs[0]
+    if len(runs) == 1:
+        return first
+    fixed = {k: v for k, v in first.config.items() if k not in ("methods", "data")}
+    initial = _initial_predictions(first)
+    records = dict(first.records)
+    methods = list(first.config.get("methods", []))
+    for other in runs[1:]:
+        theirs = {k: v for k, v in other.config.items() if k not in ("methods", "data")}
+        differ = sorted(k for k in fixed.keys() | theirs.keys() if fixed.get(k) != theirs.get(k))
+        if differ:
+            raise InvalidInputError(f"{other.path}: not the configuration of {first.path} ({', '.join(differ)} "
+                                    "differ); only the methods may differ between folders of one report")
+        if other.skipped != first.skipped:
+            raise InvalidInputError(f"{other.path}: skipped other examples than {first.path}")
+        if _initial_predictions(other) != initial:
+            raise InvalidInputError(f"{other.path}: its initial predictions (initial.jsonl) differ from "
+                                    f"{first.path}'s; the streams do not start from the same point")
+        twice = sorted(f"{m}-seed{s}" for m, s in set(records) & set(other.records))
+        if twice:
+            raise InvalidInputError(f"{other.path}: {', '.join(twice)} {'is' if len(twice) == 1 else 'are'} "
+                                    "also in an earlier folder")
+        records.update(other.records)
+        methods += [m for m in other.config.get("methods", []) if m not in methods]
+    notes = tuple(f"{r.path.name}: {n}" for r in runs for n in r.notes)
+    return Run(first.path, {**first.config, "methods": methods},
+               {**first.meta, "folders": [r.path.name for r in runs]}, first.skipped, records,
+               max(r.expected_per_stream for r in runs), notes,
+               tuple(ms for r in runs for ms in r.missing_streams))
 
 
 def _read_lines_loose(path: Path) -> tuple[list[dict[str, Any]], bool]:

@@ -36,7 +36,7 @@ from ..check import check_int
 from ..untrusted import printable
 from ..files import output_dir
 from .gating import gate_blocks, gate_metrics
-from .metrics import ABLATIONS, Run, load_run, method_label, run_metrics
+from .metrics import ABLATIONS, Run, load_runs, method_label, run_metrics
 from .stats import compare_methods
 
 __all__ = ["ReportPaths", "build_metrics", "main_report", "render_html", "render_markdown", "write_report"]
@@ -505,11 +505,13 @@ def _atomic_write(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, baseline: str = "iterative",
-                 bootstrap: int = 10_000, seed: int = 0, cluster: str = "query") -> ReportPaths:
-    """Read ``run_dir``, write the report files into ``out_dir`` (default ``RUN_DIR/report``)."""
+def write_report(run_dir: str | Path | Sequence[str | Path], out_dir: str | Path | None = None, *,
+                 baseline: str = "iterative", bootstrap: int = 10_000, seed: int = 0,
+                 cluster: str = "query") -> ReportPaths:
+    """Read ``run_dir`` (or several folders of one configuration, ``load_runs``), write the report
+    files into ``out_dir`` (default: the first folder's ``report``)."""
     check_int(bootstrap, "bootstrap", low=1)
-    run = load_run(run_dir)
+    run = load_runs([run_dir] if isinstance(run_dir, (str, Path)) else list(run_dir))
     metrics = build_metrics(run, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
     out = output_dir(out_dir if out_dir is not None else run.path / "report")
     images = draw_plots(metrics)
@@ -524,9 +526,9 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, *, base
     return paths
 
 
-def main_report(run_dir: str, *, json_out: bool = False, out_dir: str | None = None, baseline: str = "iterative",
+def main_report(run_dir: str | Sequence[str], *, json_out: bool = False, out_dir: str | None = None, baseline: str = "iterative",
                 bootstrap: int = 10_000, seed: int = 0, cluster: str = "query", stdout: TextIO | None = None) -> int:
-    """CLI entry (``repairmem sql report RUN_DIR``): write the files, print Markdown (or metrics JSON).
+    """CLI entry (``repairmem sql report RUN_DIR [RUN_DIR ...]``): write the files, print Markdown (or metrics JSON).
 
     Returns the exit status (0). Bad input raises :class:`~repairmem.errors.InvalidInputError`.
     """
