@@ -493,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", help="task folder (default: the bundled suite)")
     p.add_argument("--model", default="llama:qwen2.5-coder-0.5b")
     p.add_argument("--memory", default="none", help="ladder rung: none, reasoning, history, combined, "
-                   "trajectory_window, sparse_compact, sparse_compact_seeded")
+                   "trajectory_window, sparse_compact, sparse_compact_seeded, sparse_compact_gated")
     p.add_argument("--seed-from", help="an earlier run whose verified successes seed the archive")
     p.add_argument("--passes", type=int, default=1)
     p.add_argument("--out", required=True)
