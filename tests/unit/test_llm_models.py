@@ -6,12 +6,13 @@ import hashlib
 import json
 import os
 
+import numpy as np
 import pytest
 
 from repairmem.errors import InvalidInputError
 from repairmem.llm import ModelIntegrityError, ModelUnavailableError, ReplayModel, write_cassette
 from repairmem.llm import models
-from repairmem.llm.llama_cpp import common_prefix_len, parse_tool_calls
+from repairmem.llm.llama_cpp import _state_cache, common_prefix_len, eviction_victim, parse_tool_calls
 from repairmem.llm.models import TIERS, ModelTier, assemble_chunks, find_gguf, parse_spec, resolve_model
 
 # ----------------------------------------------------------------------------- specs
@@ -237,6 +238,51 @@ def test_common_prefix_len():
     assert common_prefix_len([1, 2, 3], [1, 2, 4, 5]) == 2
     assert common_prefix_len([], [1]) == 0
     assert common_prefix_len([1, 2], [1, 2, 3]) == 2
+
+
+def test_eviction_drops_a_covered_state_before_the_oldest():
+    schema_a, schema_b = list(range(100, 160)), list(range(200, 260))
+    step1 = [1, 2, *schema_a, 7, 8]
+    step2 = [1, 2, *schema_a, 7, 8, 9, 9]          # the next call of the same episode covers step 1
+    other = [1, 2, *schema_b, 5]
+    assert eviction_victim([other, step1, step2]) == 1
+    assert eviction_victim([step1, other]) == 0     # nothing covered: the least recently used
+    assert eviction_victim([step2, step1]) == 0     # an older state covered by a newer one, either way round
+
+
+class _State:
+    """What the RAM cache reads of a saved llama.cpp state: its size and its tokens."""
+
+    def __init__(self, tokens):
+        self.input_ids = np.array(tokens)
+        self.llama_state_size = 10 * len(tokens)
+
+
+def _stream(cache, episodes):
+    """Schema-first prompts: each episode's first call looks up the cache, then its steps are saved."""
+    reused = []
+    for n, db in enumerate(episodes):
+        prefix = [1, 2, *range(1000 * db, 1000 * db + 60)]          # header + that database's schema
+        question = [5000 + n] * 5
+        try:
+            reused.append(common_prefix_len(cache[prefix + question].input_ids.tolist(), prefix + question))
+        except KeyError:
+            reused.append(0)
+        for step in range(4):
+            tokens = prefix + question + [9] * (10 * step) + [7000 + step] * 3
+            cache[tokens] = _State(tokens)
+    return reused
+
+
+def test_a_long_stream_keeps_the_schema_prefix_of_each_database():
+    pytest.importorskip("llama_cpp", reason="the RAM cache is llama-cpp-python's (pip install 'repairmem[llama]')")
+    from llama_cpp.llama_cache import LlamaRAMCache
+    episodes = [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5]
+    capacity = 8 * 10 * 110                        # about eight saved states
+    ours = _stream(_state_cache(capacity), episodes)
+    plain = _stream(LlamaRAMCache(capacity), episodes)
+    assert ours[6:] == [62] * 6                    # every database seen before: header + schema reused
+    assert plain[6:].count(62) <= 1                # plain LRU kept near-copies of its last episodes instead
 
 
 def test_parse_tool_calls():

@@ -19,7 +19,8 @@ new tokens. One context remembers one prompt, though, and loops that alternate t
 families (Reflexion's reflection and repair calls) would re-evaluate every prompt whole. So the
 backend also keeps the KV states of its last calls in RAM (``prompt_cache_mb``, llama-cpp-python's
 ``LlamaRAMCache``) and restores the one sharing the longest prefix with a new prompt when it beats
-the live context. ``Usage.cached_prompt_tokens`` reports the reused length, computed from the
+the live context. Over capacity it drops states that a newer one covers before the least recently
+used (``eviction_victim``), so a long run keeps the prefixes of many episodes and databases. ``Usage.cached_prompt_tokens`` reports the reused length, computed from the
 tokens of the live context or of the restored state and the prompt tokens of the call.
 ``reset()`` drops both (for benchmarks). Calls are serialised by a lock: one context is not
 thread-safe.
@@ -58,12 +59,11 @@ def import_llama_cpp():
 
 def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common prefix of two token sequences."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    differ = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(differ[0]) if differ.size else n
 
 
 def parse_tool_calls(text: str, tool_names: Sequence[str] = ()) -> tuple[ToolCall, ...]:
@@ -94,8 +94,26 @@ def parse_tool_calls(text: str, tool_names: Sequence[str] = ()) -> tuple[ToolCal
     return tuple(calls)
 
 
+def eviction_victim(keys: Sequence[Sequence[int]]) -> int:
+    """Which cached state to drop first (an index into ``keys``, oldest first).
+
+    The oldest state that a newer one *covers*, i.e. shares at least half of its tokens with as a
+    prefix, else the oldest. A newer call of the same episode, or of another episode on the same
+    database in a schema-first layout, serves every prompt the covered state would serve for that
+    half, so under plain LRU a long run keeps several near-copies of its last few episodes and
+    forgets the other databases' schema prefixes; dropping covered states first keeps about one
+    state per episode and so the schema prefixes of many more databases. Within the capacity
+    nothing is dropped, so two alternating prompt families (Reflexion) keep both their states.
+    """
+    for i, old in enumerate(keys[:-1]):
+        if any(2 * common_prefix_len(old, new) >= len(old) for new in keys[i + 1:]):
+            return i
+    return 0
+
+
 def _state_cache(capacity_bytes: int):
-    """A ``LlamaRAMCache`` that remembers its last lookup (to report the reused prefix)."""
+    """A ``LlamaRAMCache`` that remembers its last lookup (to report the reused prefix) and, when
+    over capacity, drops covered states before the least recently used (``eviction_victim``)."""
     from llama_cpp.llama_cache import LlamaRAMCache
 
     class StateCache(LlamaRAMCache):
@@ -104,6 +122,14 @@ def _state_cache(capacity_bytes: int):
         def __getitem__(self, key):
             self.last_hit = super().__getitem__(key)
             return self.last_hit
+
+        def __setitem__(self, key, value):
+            key = tuple(key)
+            self.cache_state.pop(key, None)
+            self.cache_state[key] = value
+            while self.cache_state and self.cache_size > self.capacity_bytes:
+                keys = list(self.cache_state)
+                del self.cache_state[keys[eviction_victim(keys)]]
 
     return StateCache(capacity_bytes)
 
