@@ -97,7 +97,9 @@ def decision_reason(decision: Decision, payload: Payload) -> str:
     if action in INJECTING:
         if not payload.text:
             return f"{action.value} selected but injected nothing: {payload.note or 'empty payload'}"
-        return f"{action.value} scored highest ({scores[decision.index]:.3g}); injected {len(payload.memory_ids)} memory"
+        n = len(payload.memory_ids)
+        return (f"{action.value} scored highest ({scores[decision.index]:.3g}); "
+                f"injected {n} {'memory' if n == 1 else 'memories'}")
     best = max((i for i, a in enumerate(ACTIONS) if a in INJECTING), key=lambda i: scores[i])
     if not math.isfinite(scores[best]):
         return f"injecting actions not allowed for {decision.policy}; chose {action.value}"
