@@ -1,13 +1,17 @@
 """The run records committed under ``records/`` regenerate their tables from the repository alone.
 
 ``repairmem sql report`` reads the packed (gzip) records as they are; its Table 1 must equal what
-the records themselves say, episode by episode.
+the records themselves say, episode by episode. Every table of ``docs/results.md`` marked
+``<!-- regenerate: COMMAND; SECTION -->`` must equal, line for line, the first table of that
+section of the report the command writes.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +65,45 @@ def test_committed_records_hold_no_reference_sql(run):
             if gold[r["example_id"]] in " ".join(json.dumps(rest).split()):
                 leaks.append((stream, r["example_id"]))
     assert not leaks, f"reference SQL found outside the model's own answers: {leaks[:5]}"
+
+
+DOCS = ROOT / "docs" / "results.md"
+_MARK = re.compile(r"^<!-- regenerate: (repairmem sql report [^;]+); ([^>]+?) -->$")
+
+
+def marked_tables() -> list[tuple[str, str, list[str]]]:
+    """(command, section, table lines) for every marked table of docs/results.md."""
+    lines = DOCS.read_text(encoding="utf-8").splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        match = _MARK.match(line)
+        if match:
+            table = []
+            for row in lines[i + 1:]:
+                if not row.startswith("|"):
+                    break
+                table.append(row)
+            out.append((match[1], match[2], table))
+    return out
+
+
+def test_docs_mark_the_tables_they_regenerate():
+    assert marked_tables(), "docs/results.md marks no table with <!-- regenerate: ... -->"
+    assert all(table for _, _, table in marked_tables()), "a regenerate mark is not followed by a table"
+
+
+@pytest.mark.parametrize("command", sorted({c for c, _, _ in marked_tables()}))
+def test_docs_tables_regenerate_from_the_committed_records(command, tmp_path):
+    argv = shlex.split(command)[1:]
+    done = subprocess.run([sys.executable, "-m", "repairmem", *argv, "--out", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    for c, section, table in marked_tables():
+        if c != command:
+            continue
+        assert f"\n## {section}" in report, f"the report has no section {section!r}"
+        body = report.split(f"\n## {section}", 1)[1].split("\n## ", 1)[0].splitlines()
+        start = next(i for i, row in enumerate(body) if row.startswith("|"))
+        regenerated = [row for row in body[start:start + len(table) + 1] if row.startswith("|")]
+        assert regenerated == table, f"docs/results.md's {section} for `{command}` no longer regenerates"
