@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from repairmem.agents.tasks import bundled_tasks_dir, load_tasks
-from repairmem.agents.workspace import Workspace
+from repairmem.agents.workspace import Workspace, bwrap_works
 
 TASKS = load_tasks()
 FAMILIES = {"git", "python-package", "fix-test", "data-processing", "sqlite", "config-env", "log-parsing", "regex",
@@ -35,11 +35,14 @@ def test_suite_folder_has_only_task_folders():
 
 
 @pytest.mark.skipif(not all(shutil.which(tool) for tool in TOOLS), reason=f"needs {', '.join(TOOLS)}")
+@pytest.mark.parametrize("sandbox", ["none", "bwrap"])
 @pytest.mark.parametrize("task", TASKS, ids=[t.task_id for t in TASKS])
-def test_reference_solution_passes_and_doing_nothing_fails(task):
-    with Workspace(task, sandbox="none") as untouched:
+def test_reference_solution_passes_and_doing_nothing_fails(task, sandbox):
+    if sandbox == "bwrap" and not bwrap_works()[0]:
+        pytest.skip(f"bubblewrap cannot run here ({bwrap_works()[1]}); `agent run` refuses without --sandbox none")
+    with Workspace(task, sandbox=sandbox) as untouched:
         assert not untouched.verify().passed, f"{task.task_id}: the verifier accepts the untouched workspace"
-    with Workspace(task, sandbox="none") as ws:
+    with Workspace(task, sandbox=sandbox) as ws:
         solution = ws.run_solution()
         assert solution.exit_code == 0, f"{task.task_id}: solution.sh failed:\n{solution.output}"
         verdict = ws.verify()

@@ -151,11 +151,18 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-def bwrap_argv(bwrap: str, *, root: Path, workdir: Path, hide: Sequence[Path] = ()) -> list[str]:
-    """The bubblewrap prefix: read-only host, writable ``root``, private /tmp, no network."""
+def bwrap_argv(bwrap: str, *, root: Path, workdir: Path, hide: Sequence[Path] = (),
+               show: Sequence[Path] = ()) -> list[str]:
+    """The bubblewrap prefix: read-only host, writable ``root``, private /tmp, no network.
+
+    ``hide``: folders replaced by an empty one; ``show``: folders bound read-only again on top of
+    the private /tmp (a task folder under /tmp must stay visible to its own setup and verifier).
+    """
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-all",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--bind", str(root), str(root)]
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in show:
+        argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--bind", str(root), str(root)]
     for path in hide:
         argv += ["--tmpfs", str(path)]
     return argv + ["--chdir", str(workdir), "--"]
@@ -281,8 +288,9 @@ class Workspace:
              extra_env: dict[str, str] | None = None) -> CommandResult:
         argv = ["bash", "-c", command]
         if self.sandbox == "bwrap":
-            hide = [self.task.path] if hide_task else []
-            argv = bwrap_argv(bwrap_path() or "bwrap", root=self.root, workdir=self.workdir, hide=hide) + argv
+            task = [Path(self.task.path).resolve()]
+            argv = bwrap_argv(bwrap_path() or "bwrap", root=self.root, workdir=self.workdir,
+                              hide=task if hide_task else [], show=[] if hide_task else task) + argv
         env = dict(self.env, **(extra_env or {}))
         return run_process(argv, cwd=self.workdir, env=env, timeout_s=timeout_s, max_output_bytes=max_output_bytes,
                            command=command)
