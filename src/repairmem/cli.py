@@ -305,8 +305,9 @@ def cmd_agent_run(args):
 
 
 def cmd_agent_report(args):
-    from .agents.terminal import agent_report_main
-    return agent_report_main(args.run_dir, json_out=args.json)
+    from .bench.ladder import ladder_report_main
+    return ladder_report_main(args.run_dir, baseline=args.baseline, resamples=args.bootstrap, seed=args.seed,
+                              json_out=args.json)
 
 
 # -- classify ----------------------------------------------------------------------------------
@@ -510,7 +511,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "without a valid call are re-asked (prose is never run), and finish first shows the "
                         "task's expected files")
     p = command(agent, "report", cmd_agent_report, "pass@k table, per-task outcomes, steps and tokens of agent runs")
-    p.add_argument("run_dir", nargs="+", help="run folders, or folders of runs; one table row per run")
+    p.add_argument("run_dir", nargs="+", help="run folders (or their packed copies), or folders of runs; one "
+                   "table row per run")
+    p.add_argument("--baseline", default="none", help="the rung every other rung is paired against (default none)")
+    p.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples over tasks")
+    p.add_argument("--seed", type=int, default=0)
 
     classify = sub.add_parser("classify", help="deterministic failure classifiers").add_subparsers(dest="classify_cmd", required=True)
     p = command(classify, "sql", cmd_classify_sql, "classify a failed SQL attempt")

@@ -8,6 +8,7 @@ append cuts off. A folder or file that cannot be written is an ``InvalidInputErr
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
@@ -52,12 +53,25 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def open_text(path: Path):
+    """A text file for reading, or its gzip-compressed form (``.gz``) as packed into the repository."""
+    path = Path(path)
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
+
+
+def packed(path: Path) -> Path:
+    """``path``, or its packed twin ``path.gz`` when only that exists."""
+    path = Path(path)
+    twin = path.with_name(path.name + ".gz")
+    return twin if not path.exists() and twin.exists() else path
+
+
 def read_jsonl_lines(path: Path) -> list[dict]:
-    """Complete JSON lines of ``path``; a torn final line (a killed writer) is dropped."""
+    """Complete JSON lines of ``path`` (plain or ``.gz``); a torn final line (a killed writer) is dropped."""
     if not path.exists():
         return []
     out = []
-    with path.open(encoding="utf-8") as handle:
+    with open_text(path) as handle:
         for line in handle:
             if not line.endswith("\n"):
                 break

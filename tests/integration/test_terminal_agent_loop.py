@@ -8,6 +8,7 @@ included; assertions are made on the replayed run.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ from typing import Callable
 
 import pytest
 
+from repairmem.cli import main as cli_main
 from repairmem.agents.tasks import load_task, load_tasks
 from repairmem.agents.terminal import (ATTEMPTS_FILE, HINT_HEADER, LADDER, NO_ACTION_MESSAGE, AgentConfig,
                                        AgentRunConfig, Experience, agent_report_main, agent_run_main,
@@ -477,3 +479,29 @@ def test_gated_rung_decides_each_due_hint_learns_from_the_verifier_and_resumes_e
     with AuditLog(tmp_path / "resumed" / "audit.db", create=False) as log:
         assert [(d["session"], d["action"], d["reward"]) for d in log.decisions()] == \
             [(d["session"], d["action"], d["reward"]) for d in decisions.values()]
+
+
+def test_agent_report_pairs_each_rung_with_the_baseline_by_task_and_reads_packed_runs(tmp_path, tasks_dir, capsys):
+    def flag_only(messages, attempt_index):         # solves make-flag only: loses make-done
+        return FINISH if "done.txt" in messages[1].content else solve_policy(messages, attempt_index)
+    run_agent(run_config(tasks_dir, "none", passes=2), tmp_path / "none", model=ScriptedModel(solve_policy))
+    run_agent(run_config(tasks_dir, "sparse_compact", passes=2), tmp_path / "sparse",
+              model=ScriptedModel(flag_only), encoder=HashingEncoder(256))
+    packed = tmp_path / "packed"             # as committed: attempts.jsonl gzip-compressed
+    packed.mkdir()
+    shutil.copy(tmp_path / "sparse" / "run.json", packed / "run.json")
+    with open(tmp_path / "sparse" / ATTEMPTS_FILE, "rb") as src, gzip.open(packed / (ATTEMPTS_FILE + ".gz"), "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    capsys.readouterr()
+    for sparse in ("sparse", "packed"):
+        assert cli_main(["agent", "report", str(tmp_path / "none"), str(tmp_path / sparse), "--bootstrap", "500",
+                     "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert [s["solved_by_pass"] for s in data["runs"]] == [[2, 2], [1, 1]]
+        rows = [(r["memory"], r["k"], r["gained"], r["lost"], round(r["delta_pp"], 2)) for r in data["paired"]]
+        assert rows == [("sparse_compact", 1, 0, 1, -33.33), ("sparse_compact", 2, 0, 1, -33.33)]
+        assert all(r["low_pp"] <= r["delta_pp"] <= r["high_pp"] <= 0 for r in data["paired"])
+    assert cli_main(["agent", "report", str(tmp_path / "none"), str(tmp_path / "sparse")]) == 0
+    assert "| sparse_compact | 1 | 3 | 1 | 2 | 0 | 1 | -33.33 |" in capsys.readouterr().out
+    assert cli_main(["agent", "report", str(tmp_path / "sparse"), str(tmp_path / "packed"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["paired"] == []        # no baseline rung among them: no pairs

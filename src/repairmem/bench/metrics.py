@@ -35,7 +35,6 @@ is ``None`` with a single seed. Learning curve: cumulative repairs along the str
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import InvalidInputError
+from ..files import open_text
 from ..types import normalize_sql
 
 __all__ = [
@@ -119,16 +119,11 @@ class Run:
         return not self.missing_streams and all(len(r) == self.expected_per_stream for r in self.records.values())
 
 
-def _open_text(path: Path):
-    """A records file as text: ``.jsonl``, or ``.jsonl.gz`` as committed to the repository."""
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
-
-
 def _read_lines(path: Path) -> tuple[list[dict[str, Any]], str | None]:
     """Complete JSON lines of ``path``; a torn final line (a writer still running or killed) is dropped."""
     out: list[dict[str, Any]] = []
     torn = None
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         for number, line in enumerate(handle, 1):
             if not line.endswith("\n"):
                 torn = f"{path.name}:{number}: incomplete last line ignored (run in progress or interrupted)"
@@ -261,7 +256,7 @@ def load_runs(run_dirs: Sequence[str | Path]) -> Run:
 
 def _read_lines_loose(path: Path) -> tuple[list[dict[str, Any]], bool]:
     out, torn = [], False
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         for line in handle:
             if not line.endswith("\n"):
                 torn = True

@@ -34,7 +34,7 @@ from typing import Any
 
 from ...classify.terminal import classify_terminal
 from ...errors import InvalidInputError
-from ...files import read_jsonl_lines
+from ...files import packed, read_jsonl_lines
 from ...gate.features import signature_memory_dict
 from ...gate.gate import Gate
 from ...memory import Memory, Recall, TerminalFailure
@@ -179,7 +179,7 @@ class Experience:
             raise InvalidInputError(f"--seed-from {run_dir}: no {RUN_FILE} there; give the folder of an earlier "
                                     f"`repairmem agent run`")
         run_id = json.loads(meta_file.read_text(encoding="utf-8"))["run_id"]
-        records = read_jsonl_lines(run_dir / ATTEMPTS_FILE)
+        records = read_jsonl_lines(packed(run_dir / ATTEMPTS_FILE))
         trajectories = steps = 0
         for position, record in enumerate(records):
             added = self.add_verified(record, run_id, position)

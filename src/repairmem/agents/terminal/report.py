@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...errors import InvalidInputError
-from ...files import read_jsonl_lines
+from ...files import packed, read_jsonl_lines
 from ...untrusted import printable
 from .config import ATTEMPTS_FILE, RUN_FILE, memory_setting
 
@@ -21,7 +21,7 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
     meta = json.loads(meta_file.read_text(encoding="utf-8"))
     cfg = meta["config"]
     task_ids = sorted(meta["task_hashes"])
-    records = read_jsonl_lines(run_dir / ATTEMPTS_FILE)
+    records = read_jsonl_lines(packed(run_dir / ATTEMPTS_FILE))     # attempts.jsonl, or .gz as committed
     by_task: dict[str, list[dict]] = {t: [] for t in task_ids}
     for r in records:
         by_task.setdefault(r["task_id"], []).append(r)
@@ -54,6 +54,9 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
         "prompt_tokens": sum(r["usage"]["prompt_tokens"] for r in records),
         "completion_tokens": sum(r["usage"]["completion_tokens"] for r in records),
         "hints_shown": sum(r["hints_shown"] for r in records), "hints_vetoed": sum(r["hints_vetoed"] for r in records),
+        # attempts that were shown at least one hint, and those of them that verified
+        "hinted_attempts": sum(1 for r in records if r["hints_shown"]),
+        "hinted_passed": sum(1 for r in records if r["hints_shown"] and r["reward"] == 1.0),
         "seed": meta.get("seed"), "tasks": tasks,
     }
 
@@ -62,7 +65,7 @@ def format_report(summaries: Sequence[dict[str, Any]]) -> str:
     """A ladder table like the paper's (one row per run), then each run's per-task outcomes."""
     k = max(s["passes"] for s in summaries)
     head = "| Variant | Representation | Schedule | Seeded | " + " | ".join(f"pass@{i}" for i in range(1, k + 1)) + \
-           " | Attempts | Steps | Tokens | Hints (shown/vetoed) |"
+           " | Attempts | Steps | Tokens | Hints (shown/vetoed) | Hinted attempts (verified) |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for s in summaries:
         cells = []
@@ -78,7 +81,8 @@ def format_report(summaries: Sequence[dict[str, Any]]) -> str:
         lab = s["labels"]
         lines.append(f"| {s['memory']} | {lab['representation']} | {lab['schedule']} | {lab['seeded']} | "
                      + " | ".join(cells) + f" | {s['attempts']} | {s['steps']} | "
-                     f"{s['prompt_tokens'] + s['completion_tokens']} | {s['hints_shown']}/{s['hints_vetoed']} |")
+                     f"{s['prompt_tokens'] + s['completion_tokens']} | {s['hints_shown']}/{s['hints_vetoed']} | "
+                     f"{s['hinted_attempts']} ({s['hinted_passed']}) |")
     for s in summaries:
         lines += ["", f"## {s['memory']}  ({s['run_dir']}, model {s['model']}, passes started "
                       f"{s['passes_started']}/{s['passes']})", "",
@@ -91,7 +95,8 @@ def format_report(summaries: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _run_dirs(path: Path) -> list[Path]:
+def run_dirs(path: Path) -> list[Path]:
+    """``path`` if it is a run folder, else the run folders inside it."""
     if (path / RUN_FILE).is_file():
         return [path]
     found = sorted(p for p in path.iterdir() if (p / RUN_FILE).is_file()) if path.is_dir() else []
@@ -100,13 +105,13 @@ def _run_dirs(path: Path) -> list[Path]:
     return found
 
 
-def agent_report_main(run_dirs: str | Sequence[str], json_out: bool = False) -> int:
+def agent_report_main(paths: str | Sequence[str], json_out: bool = False) -> int:
     """``repairmem agent report RUN_DIR [RUN_DIR ...]``: the ladder table and per-task outcomes (or JSON).
 
     Each ``RUN_DIR`` is one run folder or a folder whose sub-folders are runs (one table row each).
     """
-    paths = [run_dirs] if isinstance(run_dirs, str) else list(run_dirs)
-    summaries = [summarize(d) for p in paths for d in _run_dirs(Path(p))]
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    summaries = [summarize(d) for p in paths for d in run_dirs(Path(p))]
     if json_out:
         print(printable(json.dumps(summaries if len(summaries) > 1 else summaries[0], indent=2, ensure_ascii=False)))
     else:
