@@ -301,7 +301,8 @@ def cmd_agent_run(args):
                           seed_from=args.seed_from, encoder=args.encoder,
                           task_ids=tuple(t for t in args.task_ids.split(",") if t) if args.task_ids else None,
                           max_steps=args.max_steps, sandbox=args.sandbox, keep_workspaces=args.keep_workspaces,
-                          threads=args.threads, json_out=args.json, grounded=args.grounded)
+                          threads=args.threads, json_out=args.json, grounded=args.grounded,
+                          suite=args.suite)
 
 
 def cmd_agent_report(args):
@@ -491,7 +492,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     agent = sub.add_parser("agent", help="the terminal agent with sparse in-context experience").add_subparsers(dest="agent_cmd", required=True)
     p = command(agent, "run", cmd_agent_run, "run a memory variant of the terminal agent over a task suite (resumable)")
-    p.add_argument("--tasks", help="task folder (default: the bundled suite)")
+    p.add_argument("--tasks", help="task folder (default: the bundled suite named by --suite)")
+    p.add_argument("--suite", help="a bundled suite by name: default (nine task families) or siblings (four small "
+                   "projects, each with one quirk that recurs across its sibling tasks)")
     p.add_argument("--model", default="llama:qwen2.5-coder-0.5b")
     p.add_argument("--memory", default="none", help="ladder rung: none, reasoning, history, combined, "
                    "trajectory_window, sparse_compact, sparse_compact_seeded, sparse_compact_gated")

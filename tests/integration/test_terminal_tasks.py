@@ -1,4 +1,4 @@
-"""The bundled terminal task suite: every reference solution passes its verifier, doing nothing fails it.
+"""The bundled terminal task suites: every reference solution passes its verifier, doing nothing fails it.
 
 Real processes (bash, python3, git, sqlite3) in fresh workspaces; no model. The whole module runs
 in well under 90 s on a 2-core machine.
@@ -11,10 +11,12 @@ from collections import Counter
 
 import pytest
 
-from repairmem.agents.tasks import bundled_tasks_dir, load_tasks
+from repairmem.agents.tasks import BUNDLED_SUITES, bundled_tasks_dir, load_tasks
 from repairmem.agents.workspace import Workspace, bwrap_works
 
 TASKS = load_tasks()
+SUITES = {name: load_tasks(bundled_tasks_dir(name)) for name in BUNDLED_SUITES}
+EVERY_TASK = [task for tasks in SUITES.values() for task in tasks]
 FAMILIES = {"git", "python-package", "fix-test", "data-processing", "sqlite", "config-env", "log-parsing", "regex",
             "scientific"}
 TOOLS = ("bash", "python3", "git", "sqlite3")
@@ -28,15 +30,16 @@ def test_suite_covers_every_family():
     assert all(t.agent_timeout_s <= 600 and t.verifier_timeout_s <= 120 for t in TASKS)
 
 
-def test_suite_folder_has_only_task_folders():
-    root = bundled_tasks_dir()
-    assert sorted(p.name for p in root.iterdir()) == sorted(t.task_id for t in TASKS)
+@pytest.mark.parametrize("suite", sorted(SUITES))
+def test_suite_folder_has_only_task_folders(suite):
+    root = bundled_tasks_dir(suite)
+    assert sorted(p.name for p in root.iterdir()) == sorted(t.task_id for t in SUITES[suite])
     assert not list(root.rglob("__pycache__")), "compiled files leaked into the package data"
 
 
 @pytest.mark.skipif(not all(shutil.which(tool) for tool in TOOLS), reason=f"needs {', '.join(TOOLS)}")
 @pytest.mark.parametrize("sandbox", ["none", "bwrap"])
-@pytest.mark.parametrize("task", TASKS, ids=[t.task_id for t in TASKS])
+@pytest.mark.parametrize("task", EVERY_TASK, ids=[t.task_id for t in EVERY_TASK])
 def test_reference_solution_passes_and_doing_nothing_fails(task, sandbox):
     if sandbox == "bwrap" and not bwrap_works()[0]:
         pytest.skip(f"bubblewrap cannot run here ({bwrap_works()[1]}); `agent run` refuses without --sandbox none")

@@ -93,9 +93,16 @@ class TaskSpec:
         return digest.hexdigest()
 
 
-def bundled_tasks_dir() -> Path:
-    """The suite shipped with the package (``repairmem/data/terminal_tasks``)."""
-    return Path(__file__).resolve().parent.parent / "data" / "terminal_tasks"
+# Suites shipped with the package, by name (``repairmem agent run --suite NAME``): ``default``, nine
+# task families; ``siblings``, four small projects whose one quirk recurs across sibling tasks.
+BUNDLED_SUITES = {"default": "terminal_tasks", "siblings": "terminal_tasks_siblings"}
+
+
+def bundled_tasks_dir(name: str = "default") -> Path:
+    """The folder of the bundled suite ``name`` (``repairmem/data/<folder>``, see ``BUNDLED_SUITES``)."""
+    if name not in BUNDLED_SUITES:
+        raise InvalidInputError(f"unknown task suite {name!r}; bundled suites: {', '.join(BUNDLED_SUITES)}")
+    return Path(__file__).resolve().parent.parent / "data" / BUNDLED_SUITES[name]
 
 
 def _positive(meta: dict[str, Any], section: str, default: float, where: Path) -> float:

@@ -219,15 +219,18 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
                    seed_from: str | None = None, encoder: str = "default",
                    task_ids: Sequence[str] | None = None, max_steps: int = 20, sandbox: str = "bwrap",
                    keep_workspaces: bool = False, threads: int | None = None, n_ctx: int = 16384,
-                   json_out: bool = False, grounded: bool = False) -> int:
-    """``repairmem agent run``: run or resume, then print the report. ``tasks`` None = bundled suite.
+                   json_out: bool = False, grounded: bool = False, suite: str | None = None) -> int:
+    """``repairmem agent run``: run or resume, then print the report. ``tasks`` is a task folder,
+    ``suite`` names a bundled one (``BUNDLED_SUITES``); neither = the default suite, both = an error.
 
     For ``llama:`` models the context is ``n_ctx`` tokens (default 16384: a multi-step
     conversation does not fit the backend's default 4096) and ``threads`` CPU threads.
     ``grounded`` runs the grounded loop (``AgentConfig.grounded``).
     """
     from ..tasks import bundled_tasks_dir
-    tasks_dir = str(Path(tasks).resolve()) if tasks else str(bundled_tasks_dir())
+    if tasks and suite:
+        raise InvalidInputError(f"--tasks {tasks} and --suite {suite} both name the tasks to run; give one")
+    tasks_dir = str(Path(tasks).resolve()) if tasks else str(bundled_tasks_dir(suite or "default"))
     config = AgentRunConfig(tasks_dir=tasks_dir, model=model, memory=memory, passes=passes, seed_from=seed_from,
                             task_ids=tuple(task_ids) if task_ids else None, encoder=encoder,
                             agent=AgentConfig(max_steps=max_steps, grounded=grounded), sandbox=sandbox)

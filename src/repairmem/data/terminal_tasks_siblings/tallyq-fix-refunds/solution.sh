@@ -1,0 +1,2 @@
+sed -i 's/== "refunded":/== "refund":/' tallyq/ledger.py
+./dev test

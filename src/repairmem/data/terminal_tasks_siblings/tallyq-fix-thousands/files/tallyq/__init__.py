@@ -1,0 +1,1 @@
+"""tallyq: ledger arithmetic in integer cents."""
