@@ -42,6 +42,9 @@ def cmd(command: str, text: str = "") -> Reply:
 FINISH: Reply = ("", [ToolCall("call_0", "finish", "{}")])
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 class ScriptedModel:
     """A ``ChatModel`` answering ``policy(messages, attempt_index)``; keeps every request it saw.
 
@@ -413,8 +416,14 @@ def test_a_killed_run_resumes_to_the_same_records(tmp_path, tasks_dir):
     with pytest.raises(Killed):
         run_agent(config, tmp_path / "resumed", model=ScriptedModel(dying), encoder=HashingEncoder(256))
     assert len(records_of(tmp_path / "resumed")) == 2
-    run_agent(config, tmp_path / "resumed", model=ScriptedModel(solve_policy), encoder=HashingEncoder(256))
-    assert [comparable(r) for r in records_of(tmp_path / "resumed")] == [comparable(r) for r in records_of(full)]
+    pack = [sys.executable, str(ROOT / "benchmarks" / "pack_run.py")]     # as committed, then unpacked elsewhere
+    subprocess.run([*pack, "pack", str(tmp_path / "resumed"), str(tmp_path / "packed")], check=True)
+    assert sorted(p.name for p in (tmp_path / "packed").rglob("*.gz")) == ["2.json.gz", "attempts.jsonl.gz",
+                                                                          "audit.db.gz"]
+    subprocess.run([*pack, "unpack", str(tmp_path / "packed"), str(tmp_path / "restored")], check=True)
+    for folder in ("resumed", "restored"):
+        run_agent(config, tmp_path / folder, model=ScriptedModel(solve_policy), encoder=HashingEncoder(256))
+        assert [comparable(r) for r in records_of(tmp_path / folder)] == [comparable(r) for r in records_of(full)]
     with pytest.raises(InvalidInputError, match="different configuration"):
         run_agent(run_config(tasks_dir, "sparse_compact", passes=3), tmp_path / "resumed",
                   model=ScriptedModel(solve_policy), encoder=HashingEncoder(256))
