@@ -9,8 +9,9 @@ the store was opened read-only: then the vector lives in this index only.
 Dense vectors live in contiguous blocks, one per (kind, polarity, failure type): MERIT's pools are
 a polarity pool or a typed pool, i.e. one block or a union of blocks, so scoring a pool is an
 exact inner product over a contiguous block (what FAISS ``IndexFlatIP`` computes) rather than a
-gather across the whole matrix. Min-max normalisation needs *every* pool member's score, which a
-top-k search does not return, so the pool is scored in full.
+gather across the whole matrix. Min-max normalisation needs the pool's exact min and max, which
+a top-k search does not return: large pools take ``quantized.py``'s bounded SQ8 pass (exact top
+k, proven there), the rest are scored in full.
 
 A SQLite store file keeps a persisted copy of this state in ``STORE.index/`` (``persist.py``):
 an open maps it and adds only the memories written after its watermark, instead of rebuilding.
