@@ -15,6 +15,10 @@ Measured per size:
   query's own embedding excluded (computed beforehand); p50 / p95 over ``--queries`` queries;
 - naive reference, as MERIT's code does it: rank_bm25 rebuilt over the pool's texts for every
   query + numpy brute-force cosine over the pool, same pools;
+- identical: the share of queries whose ranked candidates (ids, order, scores) equal the exact
+  path's (``index.fast = False``: every pool member scored in float32), with the differences
+  listed, and how often the bounded SQ8 path (retrieval/quantized.py) needed a deeper scan or fell
+  back to the exact pass;
 - insert: ``store.finalize`` of one episode (one SQLite transaction, vector stored with it) plus
   ``index.sync`` (BM25 postings and vector block), embedding excluded; mean and p95 of 500 inserts.
 """
@@ -26,6 +30,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -141,15 +146,21 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def bench_size(size: int, n_queries: int, n_naive: int, workdir: Path, seed: int = 0) -> dict:
+def bench_size(size: int, n_queries: int, n_naive: int, workdir: Path, seed: int = 0, keep: str | None = None) -> dict:
     rng = random.Random(seed)
     encoder = HashingEncoder(dim=384)
     embedder = PrecomputedEmbedder(encoder)
     memories = [synthetic_memory(i + 1, rng) for i in range(size)]
     path = workdir / f"bench_{size}.db"
+    kept = Path(keep) / f"bench_{size}_seed{seed}.db" if keep else None
+    if kept and kept.exists():   # a store built by an earlier run: copied, as inserts change it
+        shutil.copy(kept, path)
     with open_store(path, embedder=embedder) as store:
-        for start in range(0, size, 2000):
-            store.import_variants(memories[start:start + 2000])
+        if not (kept and kept.exists()):
+            for start in range(0, size, 2000):
+                store.import_variants(memories[start:start + 2000])
+            if kept:
+                shutil.copy(path, kept)
         t0 = time.perf_counter()
         index = MemoryIndex(store, encoder)
         open_s = time.perf_counter() - t0
@@ -160,11 +171,18 @@ def bench_size(size: int, n_queries: int, n_naive: int, workdir: Path, seed: int
         qvecs = encoder.encode([q.text for q in queries])
         for q, v in zip(queries[:5], qvecs[:5]):      # warm-up
             retrieve(index, q, MERIT, query_vector=v)
-        latencies = []
-        for q, v in zip(queries, qvecs):
-            t = time.perf_counter()
-            retrieve(index, q, MERIT, query_vector=v)
-            latencies.append(time.perf_counter() - t)
+        latencies, exact_latencies, ranked = [], [], {True: [], False: []}
+        for fast, times in ((True, latencies), (False, exact_latencies)):
+            index.fast = fast and index.fast
+            for q, v in zip(queries, qvecs):
+                t = time.perf_counter()
+                r = retrieve(index, q, MERIT, query_vector=v)
+                times.append(time.perf_counter() - t)
+                ranked[fast].append([(c["id"], c["score"]) for p in r.pools for c in p.candidates])
+        index.fast = True
+        differ = [{"query": i, "fast": a, "exact": b} for i, (a, b) in enumerate(zip(ranked[True], ranked[False]))
+                  if a != b]
+        stats = index.fast_stats
         naive = []
         for q, v in list(zip(queries, qvecs))[:n_naive]:
             t = time.perf_counter()
@@ -183,6 +201,9 @@ def bench_size(size: int, n_queries: int, n_naive: int, workdir: Path, seed: int
     return {
         "size": size, "queries": n_queries, "open_index_s": open_s,
         "retrieval_p50_ms": 1e3 * percentile(latencies, 50), "retrieval_p95_ms": 1e3 * percentile(latencies, 95),
+        "exact_p50_ms": 1e3 * percentile(exact_latencies, 50), "exact_p95_ms": 1e3 * percentile(exact_latencies, 95),
+        "identical_share": 1 - len(differ) / n_queries, "differences": differ[:5],
+        "bounded_pools": stats.pools, "deeper_scans": stats.deeper, "exact_fallbacks": stats.fallbacks,
         "naive_p50_ms": 1e3 * percentile(naive, 50), "naive_queries": len(naive),
         "speedup_p50": percentile(naive, 50) / percentile(latencies, 50),
         "insert_mean_ms": 1e3 * statistics.mean(inserts), "insert_p95_ms": 1e3 * percentile(inserts, 95),
@@ -195,20 +216,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--naive-queries", type=int, default=10)
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--keep-stores", help="folder to keep the filled stores in and reuse them from")
     args = parser.parse_args(argv)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            results.append(bench_size(size, args.queries, args.naive_queries, Path(tmp)))
+            results.append(bench_size(size, args.queries, args.naive_queries, Path(tmp), keep=args.keep_stores))
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"numpy {np.__version__}\n")
-    print("| memories | retrieval p50 | retrieval p95 | naive p50 | speed-up (p50) | insert mean | insert p95 | index open |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| memories | retrieval p50 | retrieval p95 | exact p50 / p95 | top-k identical | bounded pools "
+          "(deeper / exact fallback) | naive p50 | speed-up (p50) | insert mean | insert p95 | index open |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(f"| {r['size']:,} | {r['retrieval_p50_ms']:.2f} ms | {r['retrieval_p95_ms']:.2f} ms | "
+              f"{r['exact_p50_ms']:.2f} / {r['exact_p95_ms']:.2f} ms | {100 * r['identical_share']:.1f} % | "
+              f"{r['bounded_pools']} ({r['deeper_scans']} / {r['exact_fallbacks']}) | "
               f"{r['naive_p50_ms']:.0f} ms | {r['speedup_p50']:.0f}× | {r['insert_mean_ms']:.2f} ms | "
-              f"{r['insert_p95_ms']:.2f} ms | {r['open_index_s']:.1f} s |")
+              f"{r['insert_p95_ms']:.2f} ms | {r['open_index_s']:.2f} s |")
+    for r in results:
+        for d in r["differences"]:
+            print(f"differs at {r['size']:,}: query {d['query']}: bounded {d['fast']} exact {d['exact']}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

@@ -156,13 +156,26 @@ def _rank(index: MemoryIndex, pool: np.ndarray, query: RetrievalQuery, qvec: np.
     """Top-k (id, dense, bm25, dense_norm, bm25_norm, type_match, score) of one selected pool."""
     if not len(pool) or k == 0:
         return []
-    dense = index.dense_scores(qvec, pool) if config.dense_weight > 0 else np.zeros(len(pool))
     bm25 = index.bm25_scores(query.text, pool) if config.bm25_weight > 0 else np.zeros(len(pool))
     match = index.type_match(pool, query.failure_type)
-    d_hat, b_hat = minmax(dense), minmax(bm25)
-    score = config.dense_weight * d_hat + config.bm25_weight * b_hat + bonus * match
+    b_hat = minmax(bm25)
+    rest = (config.bm25_weight * b_hat, bonus * match)
+    fast = index.dense_ranked(qvec, pool, rest, config.dense_weight, k) if config.dense_weight > 0 else None
+    if fast is None:
+        dense = index.dense_scores(qvec, pool) if config.dense_weight > 0 else np.zeros(len(pool))
+        d_hat = minmax(dense)
+        known = None
+    else:   # exact dense scores where they can matter (quantized.py proves which), bounds elsewhere
+        dense, exact, low, high = fast
+        known = np.flatnonzero(exact)
+        d_hat = np.zeros(len(pool))
+        if high > low:
+            d_hat[known] = (dense[known] - low) / (high - low)
+    score = config.dense_weight * d_hat + rest[0] + rest[1]
     # np.lexsort sorts by the last key first: score, then dense, BM25, type match (all desc), then id asc
-    if len(pool) > 4 * k:   # only the candidates that can reach the top k need the full tie-break sort
+    if known is not None:   # every member outside ``known`` is beaten by k members inside it
+        keep = known
+    elif len(pool) > 4 * k:   # only the candidates that can reach the top k need the full tie-break sort
         cut = np.partition(score, len(score) - k)[len(score) - k]
         keep = np.flatnonzero(score >= cut)
     else:

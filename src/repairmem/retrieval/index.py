@@ -9,8 +9,9 @@ the store was opened read-only: then the vector lives in this index only.
 Dense vectors live in contiguous blocks, one per (kind, polarity, failure type): MERIT's pools are
 a polarity pool or a typed pool, i.e. one block or a union of blocks, so scoring a pool is an
 exact inner product over a contiguous block (what FAISS ``IndexFlatIP`` computes) rather than a
-gather across the whole matrix. Min-max normalisation needs *every* pool member's score, which a
-top-k search does not return, so the pool is scored in full.
+gather across the whole matrix. Min-max normalisation needs the pool's exact min and max, which
+a top-k search does not return: large pools take ``quantized.py``'s bounded SQ8 pass (exact top
+k, proven there), the rest are scored in full.
 
 A SQLite store file keeps a persisted copy of this state in ``STORE.index/`` (``persist.py``):
 an open maps it and adds only the memories written after its watermark, instead of rebuilding.
@@ -25,8 +26,9 @@ from itertools import pairwise
 import numpy as np
 
 from ..errors import InvalidInputError
-from . import persist
+from . import persist, quantized
 from .bm25 import BM25Index
+from .quantized import FastStats, QuantizedBlock, exact_scores
 from .texts import bm25_text, dense_text
 
 _SYNC_CHUNK = 2000
@@ -100,6 +102,10 @@ class MemoryIndex:
         self._folder = getattr(store, "index_path", None) if persist else None
         self._saved = 0             # memories in the persisted generation this index holds
         self.loaded = False         # whether this index was opened from the persisted one
+        self.fast = quantized.available()   # bounded SQ8 path for large pools (False: always exact)
+        self.fast_min_rows = quantized.MIN_ROWS   # pools with fewer rows in a block score it exactly
+        self.fast_stats = FastStats()
+        self._quantized: dict[int, QuantizedBlock] = {}
         if self._folder:
             self._load()
         self.sync()
@@ -225,9 +231,40 @@ class MemoryIndex:
             sel = blocks == code
             picked = rows[sel]
             if len(picked) * 3 >= block.n:   # most of the block: one contiguous product, then pick
-                out[sel] = (block.matrix[:block.n] @ query_vector)[picked]
+                out[sel] = exact_scores(block.matrix, query_vector, n=block.n)[picked]
             else:
-                out[sel] = block.matrix[picked] @ query_vector
+                out[sel] = exact_scores(block.matrix, query_vector, picked)
+
+    def dense_ranked(self, query_vector: np.ndarray, pool: np.ndarray, rest: tuple[np.ndarray, np.ndarray],
+                     weight: float, k: int):
+        """The bounded path of ``quantized.ranked`` for this pool, or None to score it exactly.
+
+        Used when the pool has >= ``fast_min_rows`` rows of some block and covers a quarter of
+        it (scanning a block's codes costs its size, a gather only the pool's).
+        """
+        pool = np.asarray(pool, dtype=np.int64)
+        if not self.fast or not len(pool):
+            return None
+        blocks, rows = self._block_of[pool], self._row_of[pool]
+        counts = np.bincount(blocks, minlength=len(self._blocks))
+        chosen = {}
+        for code in np.flatnonzero((counts * 4 >= [b.n for b in self._blocks]) & (counts >= self.fast_min_rows)):
+            chosen[int(code)] = self._quantized_block(int(code))
+        if not chosen:
+            return None
+        query_vector = np.ascontiguousarray(query_vector, dtype=np.float32)
+        with _one_blas_thread():
+            return quantized.ranked(blocks, rows, self._blocks, chosen, query_vector, rest, weight, k,
+                                    self.fast_stats)
+
+    def _quantized_block(self, code: int) -> QuantizedBlock:
+        """The SQ8 copy of block ``code``, extended to its current rows (retrained as it grows)."""
+        block, qb = self._blocks[code], self._quantized.get(code)
+        if qb is None or block.n > quantized.REBUILD * qb.trained:
+            qb = self._quantized[code] = QuantizedBlock(block.matrix[:block.n])
+        elif qb.n < block.n:
+            qb.extend(block.matrix[qb.n:block.n])
+        return qb
 
     def bm25_scores(self, query: str, pool: np.ndarray) -> np.ndarray:
         return self.bm25.scores(query, np.asarray(pool, dtype=np.int64))

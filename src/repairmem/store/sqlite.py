@@ -94,6 +94,7 @@ MIGRATIONS: list[list[str]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 _TABLES = tuple(re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m)))
 _WHAT = "repairmem store"
+_NEVER = int(np.iinfo(np.int64).max)   # first position of a memory no episode has contributed yet
 _guarded = sqlite_errors(_WHAT)     # SQLite's errors on any public method: StoreError naming the file
 
 _VARIANT_COLUMNS = ("id, kind, polarity, namespace, failure_type, failure_subtype, root_cause, question, "
@@ -420,32 +421,52 @@ class SQLiteMemoryStore:
                 (m.last_episode,)).fetchall()
         finally:
             self._db.execute("COMMIT")
-        self._rows("variants", (int, str, str, str, str), new_variants)     # before the mirror changes
-        self._rows("episodes", (int, (int, type(None)), str, int), new_episodes)
-        for vid, polarity, namespace, kind, failure_type in new_variants:
-            m.row_of[vid] = len(m.ids)
-            m.ids.append(vid)
-            m.polarity.append(1 if polarity == "+" else 0)
-            m.namespace.append(m.code(namespace))
-            m.kind.append(m.code(kind))
-            m.failure_type.append(m.code(failure_type))
-            m.first_pos.append(np.iinfo(np.int64).max)
-            m.last_variant = vid
+        if new_variants or new_episodes:
+            self._check_mirror_rows(m, new_variants, new_episodes)     # before the mirror changes
+        if new_variants:
+            ids, polarity, namespace, kind, failure_type = zip(*new_variants)
+            m.row_of.update(zip(ids, range(len(m.ids), len(m.ids) + len(ids))))
+            m.ids.extend(ids)
+            m.polarity.extend([p == "+" for p in polarity])
+            for column, values in ((m.namespace, namespace), (m.kind, kind), (m.failure_type, failure_type)):
+                codes = {text: m.code(text) for text in dict.fromkeys(values)}
+                column.extend(map(codes.__getitem__, values))
+            m.first_pos.extend([_NEVER] * len(ids))
+            m.last_variant = ids[-1]
+        first_pos, by_query, row_of = m.first_pos, m.by_query, m.row_of
         for eid, vid, query, pos in new_episodes:
-            m.last_episode = eid
             if vid is None:
                 continue
-            row = m.row_of.get(vid)
+            row = row_of.get(vid)
             if row is None:
                 raise StoreError(f"{self.path}: episode row {eid} points at memory #{vid}, which is not stored: the "
                                  "file is damaged; restore it from a backup")
-            m.first_pos[row] = min(m.first_pos[row], pos)
-            m.by_query.setdefault(query, set()).add(vid)
+            first_pos[row] = min(first_pos[row], pos)
+            own = by_query.get(query)
+            if own is None:
+                by_query[query] = {vid}
+            else:
+                own.add(vid)
+        if new_episodes:
+            m.last_episode = new_episodes[-1][0]
         if new_variants or new_episodes:
             m.arrays = None
         self._seen_data_version = data_version
         self._seen_own_writes = self._own_writes
         return m
+
+    def _check_mirror_rows(self, m: _Mirror, variants: list, episodes: list) -> None:
+        """Refuse rows whose values have another type (damage), in one SQL pass rather than per value."""
+        bad = self._db.execute(
+            "SELECT (SELECT count(*) FROM variants WHERE id > ? AND id <= ? AND (typeof(polarity) != 'text' "
+            "OR typeof(namespace) != 'text' OR typeof(kind) != 'text' OR typeof(failure_type) != 'text')) + "
+            "(SELECT count(*) FROM episodes WHERE id > ? AND id <= ? AND (typeof(variant_id) NOT IN "
+            "('integer', 'null') OR typeof(source_query) != 'text' OR typeof(source_pos) != 'integer'))",
+            (m.last_variant, variants[-1][0] if variants else m.last_variant,
+             m.last_episode, episodes[-1][0] if episodes else m.last_episode)).fetchone()[0]
+        if bad:     # name the value, as every other read does
+            self._rows("variants", (int, str, str, str, str), variants)
+            self._rows("episodes", (int, (int, type(None)), str, int), episodes)
 
     def eligible_ids(self, *, position: int, query_id: str, namespace: str, scope: Scope = Scope.GLOBAL,
                      polarity: Polarity | None = None, kind: str | None = None,
