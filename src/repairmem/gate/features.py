@@ -219,7 +219,7 @@ class FeatureExtractor:
     the caller keeps them elsewhere).
     """
 
-    __slots__ = ("_sig_cache", "_tok_cache", "_ident_cache", "_profile_key", "_profile_sets", "_profile_fields")
+    __slots__ = ("_sig_cache", "_tok_cache", "_ident_cache", "_profile_key", "_profile_sets")
 
     def __init__(self) -> None:
         self._sig_cache: dict[int, tuple] = {}
@@ -227,7 +227,6 @@ class FeatureExtractor:
         self._ident_cache: dict[int, frozenset] = {}
         self._profile_key = None
         self._profile_sets = None
-        self._profile_fields = ()
 
     def missing_share(self, profile: QueryProfile, memory: MemoryVariant) -> float:
         """Share of ``memory``'s SQL identifiers absent from the current database (0: nothing to check)."""
@@ -263,10 +262,7 @@ class FeatureExtractor:
         key = profile.signatures
         if self._profile_key is not key:   # identity, and the reference keeps it alive
             self._profile_key = key
-            sets = self._profile_sets = _sets(key)
-            # the tie-break's fields: (entry index, query set, its size) of each non-empty one
-            self._profile_fields = tuple((k, q, len(q)) for k, q in zip((2, 3, 4, 6), (sets[0], sets[1], sets[2],
-                                                                                       sets[4])) if q)
+            self._profile_sets = _sets(key)
         return self._profile_sets
 
     def lead(self, profile: QueryProfile, memories: Sequence[MemoryVariant]) -> tuple[int, float]:
@@ -276,11 +272,7 @@ class FeatureExtractor:
 
     def _lead(self, profile: QueryProfile, entries: list) -> tuple[int, float, tuple, tuple | None]:
         """``lead`` over cached entries, also returning the lead's entry and, when the tie-break
-        computed them, its command, path, stack and error-line Jaccards (``extract`` reuses them).
-
-        The tie-break sums the four Jaccards inline, skipping the fields the query leaves empty
-        (their Jaccard is 0 for every candidate, and adding 0.0 changes no float): the same sums,
-        bit for bit, as ``_jaccard`` field by field, for a third of the calls."""
+        computed them, its command, path, stack and error-line Jaccards (``extract`` reuses them)."""
         family, root = profile.family, profile.root_cause
         agrees = [_agree(e[0], e[1], family, root) for e in entries]
         best_agree = max(agrees)
@@ -288,23 +280,16 @@ class FeatureExtractor:
             best = agrees.index(best_agree)
             return best, best_agree, entries[best], None
         q_cmd, q_paths, q_stack, _, q_err = self._query_sets(profile)
-        fields = self._profile_fields
-        best, best_overlap = 0, -1.0
+        best, best_overlap, best_j = 0, -1.0, None
         for i, a in enumerate(agrees):
             if a == best_agree:
-                e = entries[i]
-                o = 0.0
-                for k, q, nq in fields:
-                    m = e[k]
-                    if m:
-                        inter = len(q & m)
-                        if inter:
-                            o += inter / (nq + len(m) - inter)
+                _, _, m_cmd, m_paths, m_stack, _, m_err = entries[i]
+                j = (_jaccard(q_cmd, m_cmd), _jaccard(q_paths, m_paths), _jaccard(q_stack, m_stack),
+                     _jaccard(q_err, m_err))
+                o = j[0] + j[1] + j[2] + j[3]
                 if o > best_overlap:
-                    best, best_overlap = i, o
-        e = entries[best]
-        return best, best_agree, e, (_jaccard(q_cmd, e[2]), _jaccard(q_paths, e[3]), _jaccard(q_stack, e[4]),
-                                     _jaccard(q_err, e[6]))
+                    best, best_overlap, best_j = i, o, j
+        return best, best_agree, entries[best], best_j
 
     def ordered(self, profile: QueryProfile, candidates: Sequence) -> list:
         """``candidates`` in the gate's evidence order: the lead first, the others in retrieval order."""
@@ -343,8 +328,7 @@ class FeatureExtractor:
                 entropy = h / math.log(n)
             else:
                 entropy = 1.0
-        cache = self._sig_cache      # (an entry is a non-empty tuple: ``or`` only misses uncached memories)
-        i, agree, entry, j = self._lead(profile, [cache.get(m.id) or self._entry(m) for m in memories])
+        i, agree, entry, j = self._lead(profile, [self._entry(m) for m in memories])
         memory = memories[i]
         q_cmd, q_paths, q_stack, q_ent, q_err = self._query_sets(profile)
         _, _, m_cmd, m_paths, m_stack, m_ent, m_err = entry

@@ -25,7 +25,6 @@ from .bandits import _PosteriorSampling
 from .base import ALL, D, _INJ, _NEG_INF, _ONE, CorruptStateError, Decision, Policy, _argmax, _check_x, _number, _seed
 
 _QD = N_ACTIONS * D     # rows of M holding the stacked S A_a^-1 S blocks; theta and rho rows follow
-_W2 = 2 * N_ACTIONS     # where width^2 starts in ``_predict_lists``
 
 
 def _inv_scale(mask: Sequence[int]) -> np.ndarray:
@@ -75,14 +74,11 @@ class _Linear(Policy):
         self._after_load()
 
     def _scratch(self) -> None:
-        """Per-call buffers, views of one array: x~, M x~ (its first 7 D entries also seen as 7 rows of
-        D) and w^2 after it."""
+        """Per-call buffers: x~, M x~ (its first 7 D entries also seen as 7 rows of D) and w^2."""
         self._buf = np.ones(D)
-        self._big = np.empty(_QD + 3 * N_ACTIONS)      # M x~, then w^2: one ``tolist`` reads all 21 values
-        self._mx = self._big[:_QD + 2 * N_ACTIONS]
+        self._big = np.empty(_QD + 2 * N_ACTIONS)
         self._quad = self._big[:_QD].reshape(N_ACTIONS, D)
-        self._w2 = self._big[_QD + 2 * N_ACTIONS:]
-        self._out = self._big[_QD:]
+        self._w2 = np.empty(N_ACTIONS)
 
     def __setstate__(self, state) -> None:
         """Copies and unpickled policies get fresh buffers: a copied view would no longer alias ``_big``."""
@@ -124,18 +120,17 @@ class _Linear(Policy):
         buffers are reused by the next call)."""
         self._matvecs(x)
         big = self._big
-        return (big[_QD:_QD + N_ACTIONS].copy(), big[_QD + N_ACTIONS:_QD + 2 * N_ACTIONS].copy(),
-                self._w2.copy())
+        return big[_QD:_QD + N_ACTIONS].copy(), big[_QD + N_ACTIONS:].copy(), self._w2.copy()
 
-    def _predict_lists(self, x: list[float]) -> list[float]:
-        """``_predict`` as one list of Python floats: mean (0-6), risk (7-13), width^2 (14-20)."""
+    def _predict_lists(self, x: list[float]) -> tuple[list[float], list[float]]:
+        """``_predict`` as Python floats: (mean and risk as one list of 14, width^2 as a list of 7)."""
         self._matvecs(x)
-        return self._out.tolist()
+        return self._big[_QD:].tolist(), self._w2.tolist()
 
     def _matvecs(self, x: list[float]) -> None:
         buf = self._buf
         buf[:N_FEATURES] = x
-        self._M.dot(buf, self._mx)
+        self._M.dot(buf, self._big)
         self._quad.dot(buf, self._w2)
 
     def _phi(self, x: list[float]) -> np.ndarray:
@@ -172,10 +167,10 @@ class LinUCB(_Linear):
     def decide(self, x, *, truth=None) -> Decision:
         x = _check_x(x)
         allowed = self._feasible(x)
-        v = self._predict_lists(x)
+        mean, w2 = self._predict_lists(x)
         alpha = self.alpha
-        scores = tuple([v[j] + alpha * math.sqrt(v[_W2 + j] if v[_W2 + j] > 0 else 0.0) if j in allowed
-                        else _NEG_INF for j in ALL])
+        scores = tuple([mean[j] + alpha * math.sqrt(w2[j] if w2[j] > 0 else 0.0) if j in allowed else _NEG_INF
+                        for j in ALL])
         return Decision(_argmax(scores, allowed), scores, 1.0, tuple(x), self.name)
 
 

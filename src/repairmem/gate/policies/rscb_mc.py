@@ -14,7 +14,7 @@ from ...check import check_bool, check_int
 from ..actions import INJECTS, N_ACTIONS
 from ..features import INDEX, N_FEATURES
 from .base import ALL, _ASK_ONLY, _COUNT, _INJECT_IDX, _NEG_INF, _SAFE_IDX, Decision, _argmax, _check_x, _number
-from .linear import _W2, _Linear
+from .linear import _Linear
 
 # Payload size of each action relative to the top-1 payload (cost prior of RSCB-MC).
 PAYLOAD_FACTOR = (0.0, 1.0, 2.5, 0.7, 6.0, 0.0, 0.0)
@@ -175,20 +175,19 @@ class RSCBMC(_Linear):
                 flags = self.override_flags(x)
             allowed = ALL if not flags else _ASK_ONLY if (
                 flags == 1 and x[5] > 0 and self.ask_when_uncertain) else _SAFE_IDX
-        v = self._predict_lists(x)       # mean (0-6), risk (7-13), width^2 (14-20)
+        mean_risk, w2 = self._predict_lists(x)
         cost = self.lambda_cost * (self._lat_w * x[self._lat] + self._tok_w * x[self._tok])
         alpha, mu, kappa = self.alpha, self.mu, self.kappa
         fade = 1.0 - self.t / self.prior_count if self.t < self.prior_count and self.contextual else 0.0
         prior = self.prior_weight * (self._evidence(x) - self.prior_threshold) * fade if fade else 0.0
         scores = [_NEG_INF] * N_ACTIONS
         for j in allowed:
-            w2 = v[_W2 + j]
-            w = math.sqrt(w2) if w2 > 0 else 0.0
-            s = v[j] + alpha * w - PAYLOAD_FACTOR[j] * cost
+            w = math.sqrt(w2[j]) if w2[j] > 0 else 0.0
+            s = mean_risk[j] + alpha * w - PAYLOAD_FACTOR[j] * cost
             if prior and PRIOR_FACTOR[j]:
                 s += prior * PRIOR_FACTOR[j]
             if INJECTS[j] and mu:
-                p = v[N_ACTIONS + j] + kappa * w
+                p = mean_risk[N_ACTIONS + j] + kappa * w
                 s -= mu * (0.0 if p < 0 else 1.0 if p > 1 else p)
             scores[j] = s
         scores = tuple(scores)
