@@ -18,7 +18,7 @@ warm-up pass and its vector reused):
   BM25 ranking, fetching the chosen memories);
 - ``Memory.recall`` with ``policy=None`` and with ``rscb_mc`` (classify + retrieve + gate + render;
   the gate's audit log is a local SQLite file on both sides), at the query's stream position;
-- ``Memory.recall`` at the live position (no ``position``: ``next_position`` asks ``store.stats()``);
+- ``Memory.recall`` at the live position (no ``position``: ``next_position`` reads ``store.max_position()``);
 - insert: ``store.finalize`` of one episode plus ``index.sync``, embedding excluded.
 
 The backends alternate query by query, so machine load shifts hit both. A last pass times the store
@@ -72,7 +72,7 @@ BACKENDS = ("sqlite", "postgres")
 MEASURES = ("retrieval", "recall_none", "recall_rscb_mc", "recall_live", "insert")
 LABELS = {"fill": "fill (import_variants [+ ANALYZE], not paused)", "open": "store open", "index": "index build",
           "retrieval": "retrieval (MERIT)", "recall_none": "recall, policy None", "recall_rscb_mc":
-          "recall, rscb_mc", "recall_live": "recall, live position (+ stats())", "insert": "insert (finalize + sync)"}
+          "recall, rscb_mc", "recall_live": "recall, live position (max_position)", "insert": "insert (finalize + sync)"}
 STORE_CALLS = ("variant_ids", "_refresh", "eligible_ids", "get")
 MAX_PAUSE_S = 14 * 60
 

@@ -168,3 +168,35 @@ def test_feedback_from_another_process_charges_what_reached_the_prompt(tmp_path)
             with pytest.raises(InvalidInputError, match="already has its feedback"):
                 other.feedback(recall.id, accepted=True)
     assert rewards[0] == pytest.approx(rewards[1])
+
+
+@pytest.mark.parametrize("policy", [None, "rscb_mc"])
+def test_live_recall_is_the_recall_at_the_next_position(tmp_path, policy):
+    """Without ``position`` a recall (and ``service.recall``) sits after everything finalized,
+    episodes that wrote no memory included: the same candidates, action and text as at the explicit
+    position ``max_position() + 1``, and not those of an earlier one."""
+    from repairmem import service
+
+    memory = Memory.open(tmp_path / "m.db", encoder="hashing", policy=policy)
+    for i, (col, typo) in enumerate([("name", "nam"), ("age", "agee"), ("country", "contry"), ("name", "nme")], 1):
+        memory.record(_episode(i, "concert", f"SELECT {typo} FROM singer", f"no such column: {typo}",
+                               f"SELECT {col} FROM singer"))
+    memory.record(Episode(episode_id="run/q9", query_id="q9", position=9, namespace="concert", finalized=True,
+                          question="solved at once", attempts=(Attempt("SELECT 1", "CORRECT"),)))
+    assert memory.next_position() == 10
+    failure = SqlFailure("Names of singers?", "SELECT nmae FROM singer", "EXECUTION_ERROR", "no such column: nmae",
+                         database="concert")
+
+    def seen(r):
+        return r.action, r.memory_ids, r.text, [(s.memory.id, s.score) for s in r.candidates]
+
+    live = seen(memory.recall(failure, query_id="q10"))
+    assert live == seen(memory.recall(failure, query_id="q10", position=10))
+    assert live != seen(memory.recall(failure, query_id="q10", position=3))      # memories 3 and 4 not yet
+    request = {"query_id": "q10", "failure": {"question": failure.question, "sql": failure.sql,
+                                              "status": "EXECUTION_ERROR", "error": failure.error, "database": "concert"}}
+    got = service.recall(memory, request)
+    again = service.recall(memory, {**request, "position": 10})
+    assert [got[k] for k in ("action", "memory_ids", "text", "candidates")] == \
+           [again[k] for k in ("action", "memory_ids", "text", "candidates")]
+    memory.close()

@@ -187,3 +187,35 @@ def test_copies_and_pickles_decide_like_the_original():
         d = policy.decide(x)
         for clone in clones:
             assert clone.decide(x).scores == d.scores
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(families, roots, signatures, st.integers(0, 5), st.floats(0.0, 1.1)),
+                                   min_size=1, max_size=5), families, roots, signatures), min_size=2, max_size=6))
+def test_one_extractor_across_queries_keeps_the_reference_features(queries):
+    """The query's sets and tie-break fields are cached per query: moving on to the next query
+    (warm memory entries, a query with other empty fields) must not reuse the last one's."""
+    ext = FeatureExtractor()
+    for n, (mems, family, root, sig) in enumerate(queries):
+        candidates = [Scored(make_memory(10 * n + i + 1, f, r, s, u), 0, 0, 0, 0, 0, score)   # ids: one memory each
+                      for i, (f, r, s, u, score) in enumerate(mems)]
+        profile = QueryProfile(f"q{n}", family, root or "unknown", 0.8, sig)
+        expected, lead = ref_features(profile, candidates, {})
+        assert ext.extract(profile, candidates, counters={}) == expected
+        assert ext.ordered(profile, candidates)[0] is candidates[lead]
+
+
+def test_linucb_scores_are_those_of_the_two_plain_matvecs_bit_for_bit():
+    """The preallocated mat-vec buffers hold exactly what two fresh mat-vecs give (the same BLAS
+    calls, so the same bits): no slice of one overwriting the other."""
+    policy = POLICIES["linucb"]()
+    rnd = random.Random(1)
+    n, d = N_ACTIONS, policy._M.shape[1]
+    for _ in range(30):
+        x = [rnd.random() for _ in range(18)]
+        x[4] = 5.0
+        xt = np.array(x + [1.0])
+        mx = policy._M.dot(xt)
+        w2 = mx[:n * d].reshape(n, d).dot(xt)
+        assert policy.decide(x).scores == tuple(float(mx[n * d + a] + 0.5 * math.sqrt(max(w2[a], 0.0)))
+                                                for a in range(n))
