@@ -279,6 +279,21 @@ def test_bwrap_sandbox_has_no_network_and_a_read_only_host(tasks_dir):
         assert ws.verify().passed
 
 
+@pytest.mark.skipif(not bwrap_works()[0], reason="bubblewrap (bwrap) is not installed or cannot run here")
+def test_bwrap_sandbox_sees_tools_installed_under_tmp(tmp_path, tasks_dir):
+    """A virtual environment made in /tmp (as CI makes one) stays visible inside the sandbox's private
+    /tmp, read-only, for agent commands and verifiers alike."""
+    tools = tmp_path / "venv" / "bin"
+    tools.mkdir(parents=True)
+    (tools / "probe-tool").write_text("#!/bin/sh\necho tool-ran\n")
+    (tools / "probe-tool").chmod(0o755)
+    (tmp_path / "secret.txt").write_text("not for the agent\n")
+    with Workspace(load_task(tasks_dir / "make-done"), sandbox="bwrap", path_dirs=[str(tools)]) as ws:
+        assert ws.run("probe-tool").output.strip() == "tool-ran"
+        assert ws.run(f"touch {tools}/x").exit_code != 0
+        assert ws.run(f"cat {tmp_path}/secret.txt").exit_code != 0          # nothing else of /tmp
+
+
 @pytest.mark.skipif(bwrap_works()[0], reason="bubblewrap works here: the refusal needs a machine without it")
 def test_agent_run_refuses_model_commands_without_a_sandbox_unless_asked(tmp_path, tasks_dir):
     """Without bubblewrap, `agent run` stops before any model is loaded or command run, and says how
@@ -416,14 +431,8 @@ def test_a_killed_run_resumes_to_the_same_records(tmp_path, tasks_dir):
     with pytest.raises(Killed):
         run_agent(config, tmp_path / "resumed", model=ScriptedModel(dying), encoder=HashingEncoder(256))
     assert len(records_of(tmp_path / "resumed")) == 2
-    pack = [sys.executable, str(ROOT / "benchmarks" / "pack_run.py")]     # as committed, then unpacked elsewhere
-    subprocess.run([*pack, "pack", str(tmp_path / "resumed"), str(tmp_path / "packed")], check=True)
-    assert sorted(p.name for p in (tmp_path / "packed").rglob("*.gz")) == ["2.json.gz", "attempts.jsonl.gz",
-                                                                          "audit.db.gz"]
-    subprocess.run([*pack, "unpack", str(tmp_path / "packed"), str(tmp_path / "restored")], check=True)
-    for folder in ("resumed", "restored"):
-        run_agent(config, tmp_path / folder, model=ScriptedModel(solve_policy), encoder=HashingEncoder(256))
-        assert [comparable(r) for r in records_of(tmp_path / folder)] == [comparable(r) for r in records_of(full)]
+    run_agent(config, tmp_path / "resumed", model=ScriptedModel(solve_policy), encoder=HashingEncoder(256))
+    assert [comparable(r) for r in records_of(tmp_path / "resumed")] == [comparable(r) for r in records_of(full)]
     with pytest.raises(InvalidInputError, match="different configuration"):
         run_agent(run_config(tasks_dir, "sparse_compact", passes=3), tmp_path / "resumed",
                   model=ScriptedModel(solve_policy), encoder=HashingEncoder(256))
@@ -483,11 +492,18 @@ def test_gated_rung_decides_each_due_hint_learns_from_the_verifier_and_resumes_e
         return solve_policy(messages, attempt_index)
     with pytest.raises(Killed):
         run_agent(config, tmp_path / "resumed", model=ScriptedModel(dying), encoder=HashingEncoder(256))
-    run_agent(config, tmp_path / "resumed", model=ScriptedModel(solve_policy), encoder=HashingEncoder(256))
-    assert [comparable(r) for r in records_of(tmp_path / "resumed")] == [comparable(r) for r in records_of(full)]
-    with AuditLog(tmp_path / "resumed" / "audit.db", create=False) as log:
-        assert [(d["session"], d["action"], d["reward"]) for d in log.decisions()] == \
-            [(d["session"], d["action"], d["reward"]) for d in decisions.values()]
+    recorded = len(records_of(tmp_path / "resumed"))
+    pack = [sys.executable, str(ROOT / "benchmarks" / "pack_run.py")]     # as committed, then unpacked elsewhere
+    subprocess.run([*pack, "pack", str(tmp_path / "resumed"), str(tmp_path / "packed")], check=True)
+    assert sorted(p.name for p in (tmp_path / "packed").rglob("*.gz")) == [f"{recorded}.json.gz", "attempts.jsonl.gz",
+                                                                          "audit.db.gz"]
+    subprocess.run([*pack, "unpack", str(tmp_path / "packed"), str(tmp_path / "restored")], check=True)
+    for folder in ("resumed", "restored"):
+        run_agent(config, tmp_path / folder, model=ScriptedModel(solve_policy), encoder=HashingEncoder(256))
+        assert [comparable(r) for r in records_of(tmp_path / folder)] == [comparable(r) for r in records_of(full)]
+        with AuditLog(tmp_path / folder / "audit.db", create=False) as log:
+            assert [(d["session"], d["action"], d["reward"]) for d in log.decisions()] == \
+                [(d["session"], d["action"], d["reward"]) for d in decisions.values()]
 
 
 def test_agent_report_pairs_each_rung_with_the_baseline_by_task_and_reads_packed_runs(tmp_path, tasks_dir, capsys):

@@ -168,6 +168,18 @@ def bwrap_argv(bwrap: str, *, root: Path, workdir: Path, hide: Sequence[Path] = 
     return argv + ["--chdir", str(workdir), "--"]
 
 
+def tools_under_tmp(path_dirs: Sequence[str]) -> list[Path]:
+    """The folders of the commands' tools (``PATH`` entries and this Python's environment) that lie
+    under /tmp, which the sandbox replaces by a private one: a virtual environment made in /tmp (as
+    CI makes it) must stay visible, read-only, or ``python3 -m pytest`` finds no pytest."""
+    tmp = Path("/tmp").resolve()
+    found: list[Path] = []
+    for entry in sorted({Path(p).resolve() for p in [*path_dirs, sys.prefix, sys.base_prefix] if p}):
+        if entry.is_relative_to(tmp) and entry.is_dir() and not any(entry.is_relative_to(f) for f in found):
+            found.append(entry)
+    return found
+
+
 @lru_cache(maxsize=1)
 def bwrap_works() -> tuple[bool, str]:
     """Whether bwrap is installed and can create its namespaces here (checked once per process)."""
@@ -289,8 +301,9 @@ class Workspace:
         argv = ["bash", "-c", command]
         if self.sandbox == "bwrap":
             task = [Path(self.task.path).resolve()]
+            show = tools_under_tmp(self.env["PATH"].split(":")) + ([] if hide_task else task)
             argv = bwrap_argv(bwrap_path() or "bwrap", root=self.root, workdir=self.workdir,
-                              hide=task if hide_task else [], show=[] if hide_task else task) + argv
+                              hide=task if hide_task else [], show=show) + argv
         env = dict(self.env, **(extra_env or {}))
         return run_process(argv, cwd=self.workdir, env=env, timeout_s=timeout_s, max_output_bytes=max_output_bytes,
                            command=command)
