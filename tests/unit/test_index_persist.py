@@ -9,6 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from repairmem import memory_from_episode
+from repairmem.retrieval import bm25 as bm25_module
 from repairmem.retrieval import index as index_module
 from repairmem.retrieval.encoders import HashingEncoder
 from repairmem.retrieval.hybrid import (
@@ -60,6 +61,7 @@ def assert_ranks_as_fresh(store, *, loaded: bool = True, queries: int = 6) -> No
 @pytest.fixture
 def save_often(monkeypatch):
     monkeypatch.setattr(index_module, "_SAVE_MIN", 20)
+    monkeypatch.setattr(bm25_module, "_SLACK", 0)   # default-level terms in blocks of tens of memories
 
 
 def test_a_reopened_store_maps_its_index_and_ranks_as_a_rebuild(tmp_path, save_often):
@@ -69,7 +71,7 @@ def test_a_reopened_store_maps_its_index_and_ranks_as_a_rebuild(tmp_path, save_o
         assert not MemoryIndex(store, ENCODER).loaded      # first open: built, then saved
         assert (tmp_path / "m.db.index" / "manifest.json").is_file()
         index = MemoryIndex(store, ENCODER)
-        assert index.loaded and index.bm25._dense, "no default-level BM25 term: the fixture is too small"
+        assert index.loaded and any(b._dense for b in index.bm25.blocks), "no default-level BM25 term: the fixture is too small"
     with open_store(path, read_only=True) as store:
         assert_ranks_as_fresh(store)
 
@@ -80,6 +82,7 @@ def test_a_reopened_store_maps_its_index_and_ranks_as_a_rebuild(tmp_path, save_o
 def test_watermark_catch_up_ranks_as_a_rebuild(tmp_path_factory, first, later, seed):
     """Memories written after the saved generation (by any process) are added on open, in order."""
     index_module._SAVE_MIN, saved_min = 20, index_module._SAVE_MIN
+    bm25_module._SLACK, saved_slack = 0, bm25_module._SLACK   # default-level terms in small blocks
     try:
         path = tmp_path_factory.mktemp("w") / "m.db"
         with open_store(path) as store:
@@ -91,6 +94,7 @@ def test_watermark_catch_up_ranks_as_a_rebuild(tmp_path_factory, first, later, s
             assert_ranks_as_fresh(store, queries=2)
     finally:
         index_module._SAVE_MIN = saved_min
+        bm25_module._SLACK = saved_slack
 
 
 def test_a_stale_or_damaged_index_is_rebuilt_and_replaced(tmp_path, save_often):
