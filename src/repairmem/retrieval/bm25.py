@@ -157,7 +157,7 @@ def idf(count: int, size: int, df: int) -> float:
 class _Part:
     """One index's share of a pool being scored: its rows, where they sit, each query term's df there."""
 
-    __slots__ = ("rows", "size", "identity", "lengths", "terms", "pos", "placed", "dfs")
+    __slots__ = ("dfs", "identity", "lengths", "placed", "pos", "rows", "size", "terms")
 
     def __init__(self, rows: np.ndarray, identity: bool, lengths: np.ndarray, terms: list) -> None:
         self.rows, self.size, self.identity, self.lengths, self.terms = rows, len(rows), identity, lengths, terms
