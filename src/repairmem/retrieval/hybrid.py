@@ -229,9 +229,11 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         pools.append(PoolExplanation(label, len(legal), len(typed), len(pool), filtering and not use_typed,
                                      config.type_mode, tuple(dict(zip(keys, row)) for row in ranked[:explain_top])))
 
+    picked = [row[0] for rows in found.values() for row in rows]
+    memories = dict(zip(picked, store.get(picked)))   # one fetch, fresh from the store: counters move
+
     def scored(rows) -> tuple[Scored, ...]:
-        memories = store.get([r[0] for r in rows])   # fresh from the store: counters may have moved
-        return tuple(Scored(m, *r[1:]) for m, r in zip(memories, rows))
+        return tuple(Scored(memories[r[0]], *r[1:]) for r in rows)
 
     if config.pooled:
         chosen = scored(found.get("any", []))

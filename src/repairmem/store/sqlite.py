@@ -488,11 +488,10 @@ class SQLiteMemoryStore:
         for name, value in (("kind", kind), ("failure_type", failure_type)):
             if value is not None:
                 mask &= cols[name] == m.codes.get(value, -1)
-        ids = cols["ids"][mask]
         own = m.by_query.get(query_id)
-        if own:
-            ids = ids[~np.isin(ids, np.fromiter(own, dtype=np.int64, count=len(own)))]
-        return ids
+        if own:     # the query's own memories, by mirror row (np.isin sorted the whole pool: 0.4 ms at 100k)
+            mask[[m.row_of[vid] for vid in own]] = False
+        return cols["ids"][mask]
 
     def candidates(self, **query) -> list[MemoryVariant]:
         return self.get(self.eligible_ids(**query).tolist())
