@@ -281,4 +281,4 @@ class MemoryIndex:
     def type_match(self, pool: np.ndarray, failure_type: str) -> np.ndarray:
         """1.0 where the pool member's failure type equals ``failure_type``, else 0.0."""
         matches = np.array([t == failure_type for t in self._block_type], dtype=np.float64)
-        return matches[self._block_of[np.asarray(pool, dtype=np.int64)]] if len(pool) else np.zeros(0)
+        return matches.take(self._block_of.take(np.asarray(pool, dtype=np.int64))) if len(pool) else np.zeros(0)
