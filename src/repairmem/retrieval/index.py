@@ -138,6 +138,15 @@ class MemoryIndex:
         self._last_id = watermark
         self._saved = len(docs)
         self.loaded = True
+        for code, block in enumerate(self._blocks):    # SQ8 codes saved with the generation: not rebuilt
+            part = {k.rsplit(".", 1)[1]: v for k, v in arrays.items() if k.startswith(f"sq8.{code}.")}
+            if part and self.fast:
+                try:
+                    qb = QuantizedBlock.from_state(part, self.encoder.dim)
+                except (ValueError, KeyError):
+                    continue    # a cache: built again on the block's first large pool
+                if qb.n <= block.n:
+                    self._quantized[code] = qb
 
     def _save(self) -> None:
         """Persist the current state as a new generation (skipped if another process is saving)."""
@@ -149,6 +158,9 @@ class MemoryIndex:
                   "block_start": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
                   "block_of": self._block_of[:top + 1], "row_of": self._row_of[:top + 1],
                   **{f"bm25.{k}": v for k, v in self.bm25.state().items()}}
+        for code, block in enumerate(self._blocks):    # SQ8 codes of every large block (~0.2-0.9 s each to build)
+            if self.fast and block.n >= self.fast_min_rows:
+                arrays.update({f"sq8.{code}.{k}": v for k, v in self._quantized_block(code).state().items()})
         manifest = {**self._identity(), "watermark": top, "count": len(self), "fingerprint": fingerprint,
                     "blocks": [list(key) for key in keys]}
         try:

@@ -83,6 +83,28 @@ class QuantizedBlock:
         self.n += len(rows)
         self.worst = float(self.error.max())
 
+    def state(self) -> dict[str, np.ndarray]:
+        """The codes (FAISS's serialised index), their bounds and the training size, for ``persist.py``."""
+        return {"codes": faiss.serialize_index(self.index), "error": self.error,
+                "trained": np.array([self.trained, self.n], dtype=np.int64)}
+
+    @classmethod
+    def from_state(cls, state: dict[str, np.ndarray], dim: int) -> QuantizedBlock:
+        """The block ``state()`` described; ``ValueError`` when it is not one (damage, another format)."""
+        try:
+            index = faiss.deserialize_index(np.ascontiguousarray(state["codes"], dtype=np.uint8))
+        except RuntimeError as exc:
+            raise ValueError(f"not a FAISS index: {exc}") from None
+        qb = cls.__new__(cls)
+        qb.index, qb.error = index, np.asarray(state["error"], dtype=np.float64)
+        qb.trained, qb.n = (int(v) for v in state["trained"])
+        if (not isinstance(index, faiss.IndexScalarQuantizer) or index.d != dim or index.ntotal != qb.n
+                or index.sq.qtype != faiss.ScalarQuantizer.QT_8bit or index.metric_type != faiss.METRIC_INNER_PRODUCT
+                or qb.error.shape != (qb.n,) or not 0 < qb.trained <= qb.n):
+            raise ValueError("the SQ8 state does not fit together")
+        qb.worst = float(qb.error.max())
+        return qb
+
     def scan(self, query: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(top scores, top rows, bottom scores, bottom rows): the ``depth`` highest and lowest code scores."""
         threads = faiss.omp_get_max_threads()
