@@ -1,4 +1,4 @@
-"""Every SQ8 code score of ``QuantizedBlock`` lies within its stated bound of the exact float32 score."""
+"""Every 8-bit code score of ``QuantizedBlock`` lies within its stated bound of the exact float32 score."""
 
 import numpy as np
 import pytest
@@ -23,12 +23,14 @@ def test_code_scores_stay_within_their_bounds(seed, dim, n, later, spread):
     block = QuantizedBlock(rows[:n])
     if later:
         block.extend(rows[n:])
+    codes = block.index.reconstruct_n(0, block.n).astype(np.float64)
+    assert np.array_equal(codes, np.rint(codes)) and codes.min() >= -128 and codes.max() <= 127
+    assert np.all(np.linalg.norm(rows - (block.center + codes * block.step), axis=1) <= block.off)
     for _ in range(3):
         query = (rng.standard_normal(dim) * rng.choice([1e-3, 1.0, 50.0])).astype(np.float32)
         top, top_rows, bottom, bottom_rows = block.scan(query, block.n)     # every row, both orders
         exact = exact_scores(rows, query, n=len(rows)).astype(np.float64)
-        bound = float(np.linalg.norm(query.astype(np.float64))) * block.error
         for scores, at in ((top, top_rows), (bottom, bottom_rows)):
             assert sorted(at.tolist()) == list(range(block.n))
-            assert np.all(np.abs(exact[at] - scores) <= bound[at])
-        assert block.error.max() <= block.worst
+            assert np.all(np.abs(exact[at] - scores) <= block.error(at))
+        assert block.error(np.arange(block.n)).max() <= block.worst()

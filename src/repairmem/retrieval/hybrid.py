@@ -214,7 +214,7 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         if k == 0:
             continue
         legal = store.eligible_ids(polarity=polarity, **eligible)
-        typed = np.compress(index.type_match(legal, query.failure_type) > 0, legal)   # a subset of what the store allowed
+        typed = np.compress(index.type_match(legal, query.failure_type) > 0, legal)   # within what the store allowed
         filtering = config.type_mode in ("filter", "random") or (
             config.type_mode == "reliability" and query.failure_type in config.reliable_types)
         use_typed = filtering and len(typed) >= config.typed_min
