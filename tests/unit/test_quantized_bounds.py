@@ -28,9 +28,9 @@ def test_code_scores_stay_within_their_bounds(seed, dim, n, later, spread):
     assert np.all(np.linalg.norm(rows - (block.center + codes * block.step), axis=1) <= block.off)
     for _ in range(3):
         query = (rng.standard_normal(dim) * rng.choice([1e-3, 1.0, 50.0])).astype(np.float32)
-        top, top_rows, bottom, bottom_rows = block.scan(query, block.n)     # every row, both orders
+        top, top_rows, bottom, bottom_rows, terms = block.scan(query, block.n)     # every row, both orders
         exact = exact_scores(rows, query, n=len(rows)).astype(np.float64)
         for scores, at in ((top, top_rows), (bottom, bottom_rows)):
             assert sorted(at.tolist()) == list(range(block.n))
-            assert np.all(np.abs(exact[at] - scores) <= block.error(at))
-        assert block.error(np.arange(block.n)).max() <= block.worst()
+            assert np.all(np.abs(exact[at] - scores) <= block.error(at, terms))
+        assert block.error(np.arange(block.n), terms).max() <= block.worst(terms)

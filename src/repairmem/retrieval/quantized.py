@@ -123,10 +123,10 @@ class QuantizedBlock:
             raise ValueError("the 8-bit state does not fit together")
         return qb
 
-    def scan(self, query: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(top scores, top rows, bottom scores, bottom rows): the ``depth`` highest and lowest code scores.
-
-        Also keeps this query's bound terms for ``error`` and ``worst``.
+    def scan(self, query: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple]:
+        """(top scores, top rows, bottom scores, bottom rows, terms): the ``depth`` highest and lowest
+        code scores, and this query's bound terms for ``error`` and ``worst`` (returned, not kept: a
+        block may be scanned by several threads at once).
         """
         q = np.asarray(query, dtype=np.float64)
         scaled = q * self.step
@@ -136,7 +136,7 @@ class QuantizedBlock:
         qn = float(np.linalg.norm(q))
         per_code = (float(np.linalg.norm(scaled - qstep * qc)) + self.rounding * qstep * float(np.linalg.norm(qc))
                     + 1e-9 * float(np.linalg.norm(scaled))) * (1 + 1e-9)
-        self._terms = (qn, per_code, 1e-9 * qn * (1.0 + float(np.linalg.norm(self.center))))
+        terms = (qn, per_code, 1e-9 * qn * (1.0 + float(np.linalg.norm(self.center))))
         shift = float(q @ self.center)
         threads = faiss.omp_get_max_threads()
         faiss.omp_set_num_threads(1)   # two short scans: waking a second thread costs more (index.py)
@@ -145,16 +145,16 @@ class QuantizedBlock:
         finally:
             faiss.omp_set_num_threads(threads)
         return (shift + qstep * scores[0].astype(np.float64), rows[0],
-                shift - qstep * scores[1].astype(np.float64), rows[1])
+                shift - qstep * scores[1].astype(np.float64), rows[1], terms)
 
-    def error(self, rows: np.ndarray) -> np.ndarray:
-        """Bound on |exact score - code score| of ``rows`` for the last scanned query."""
-        qn, per_code, slack = self._terms
+    def error(self, rows: np.ndarray, terms: tuple) -> np.ndarray:
+        """Bound on |exact score - code score| of ``rows`` for the query ``scan`` gave ``terms`` for."""
+        qn, per_code, slack = terms
         return qn * self.off[rows] + per_code * self.size[rows] + slack
 
-    def worst(self) -> float:
-        """A bound on ``error`` of every row, for the last scanned query."""
-        qn, per_code, slack = self._terms
+    def worst(self, terms: tuple) -> float:
+        """A bound on ``error`` of every row, for the query ``scan`` gave ``terms`` for."""
+        qn, per_code, slack = terms
         return qn * float(self.off.max()) + per_code * float(self.size.max()) + slack
 
 
@@ -217,17 +217,17 @@ def _try(pool_blocks, pool_rows, blocks, quantized, query, rest, weight, k, dept
             lo[sel] = hi[sel] = exact_scores(block.matrix, query, pool_rows[sel])
             exact[sel] = True
             continue
-        top, top_rows, bottom, bottom_rows = qb.scan(query, depth)
+        top, top_rows, bottom, bottom_rows, terms = qb.scan(query, depth)
         where = np.full(qb.n, -1, dtype=np.int64)
         where[pool_rows[sel]] = sel
-        worst = qb.worst()
+        worst = qb.worst(terms)
         lo[sel] = bottom[-1] - worst
         hi[sel] = top[-1] + worst
         for scores, rows in ((bottom, bottom_rows), (top, top_rows)):
             inside = rows >= 0
             at, scores, rows = where[rows[inside]], scores[inside], rows[inside]
             member = at >= 0
-            at, scores, e = at[member], scores[member], qb.error(rows[member])
+            at, scores, e = at[member], scores[member], qb.error(rows[member], terms)
             lo[at], hi[at] = scores - e, scores + e   # listed: its own code's bound, tighter than the defaults
     budget = [max(64, n // 4)]
 
