@@ -7,8 +7,9 @@ What lies there (all ours: the folder holds ``REPAIRMEM_INDEX``; an existing fol
 that is not empty, or a file of that name, is someone else's and is never touched):
 
 - ``<gen>.<name>.npy``: one generation of ``MemoryIndex`` state — the vector matrix grouped by
-  block, variant id -> (block, row), and the flattened BM25 state (``BlockedBM25.state``). The two
-  large arrays (vectors, BM25 rows) are opened with ``np.load(mmap_mode="r")``: never written.
+  block, variant id -> (block, row), the flattened BM25 state (``BlockedBM25.state``) and the 8-bit
+  codes of each large block (``sq8.<block>.*``: ``QuantizedBlock.state``, taken only if they load).
+  The two large arrays (vectors, BM25 rows) are opened with ``np.load(mmap_mode="r")``: never written.
 - ``manifest.json``: format, encoder name and dimension, BM25 k1 / b, the watermark (the highest
   variant id the state covers), how many memories it holds, the transition key of the watermark
   memory, the block keys and every file's size. Replaced atomically, after the data files are
