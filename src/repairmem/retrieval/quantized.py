@@ -28,7 +28,9 @@ Why the result is the exact top-k whenever these bounds hold (``ranked`` below):
    ranked with the exact path's sort, so the top k (ids, order, scores) are the exact ones.
 
 When a step would re-score more than a quarter of the pool (scores too close to separate at
-this depth), the depth grows four-fold, then the caller falls back to the exact full pass;
+this depth), the depth grows four-fold, then the caller falls back to the exact full pass (the first
+depth is one row per 1000 pool members, at least 64: a 64-deep scan was too shallow for 260k-row
+pools, which needed the deeper scan in half the cases);
 ``FastStats`` counts both.
 """
 
@@ -45,7 +47,7 @@ except ImportError:   # pragma: no cover - depends on the environment
 
 MIN_ROWS = 4096        # smaller blocks are scored exactly: a contiguous product is cheap there
 REBUILD = 1.5          # retrain the quantiser once a block has grown by this factor since training
-_DEPTHS = (64, 256)
+_DEPTH = (64, 1000, 4096)   # first scan depth: one row per 1000 pool members, within 64 .. 4096
 _ROUNDING = 3e-5
 _LANES = 16            # BLAS rows are scored in groups: see ``exact_scores``
 
@@ -171,7 +173,8 @@ def ranked(pool_blocks: np.ndarray, pool_rows: np.ndarray, blocks: list, quantiz
     member's score, added to the dense term in that order as the exact path does. None: the bounds could not separate the pool (take the exact path).
     """
     stats.pools += 1
-    for depth in _DEPTHS:
+    first = min(_DEPTH[2], max(_DEPTH[0], len(pool_blocks) // _DEPTH[1]))
+    for depth in (first, 4 * first):
         found = _try(pool_blocks, pool_rows, blocks, quantized, query, rest, weight, k, depth, stats)
         if found is not None:
             return found
