@@ -171,12 +171,13 @@ def bench_size(size: int, n_queries: int, n_naive: int, workdir: Path, seed: int
     kept = Path(keep) / f"bench_{size}_seed{seed}.db" if keep else None
     if kept and kept.exists():   # a store built by an earlier run: copied, as inserts change it
         shutil.copy(kept, path)
-    with open_store(path, embedder=embedder) as store:
-        if not (kept and kept.exists()):
+    else:
+        with open_store(path, embedder=embedder) as store:
             for start in range(0, size, 2000):
                 store.import_variants(memories[start:start + 2000])
-            if kept:
-                shutil.copy(path, kept)
+        if kept:    # after closing: the last writes may sit in the WAL file until then (a 1k store did)
+            shutil.copy(path, kept)
+    with open_store(path, embedder=embedder) as store:
         t0 = time.perf_counter()
         index = MemoryIndex(store, encoder)
         open_s = time.perf_counter() - t0
