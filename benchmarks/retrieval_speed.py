@@ -19,6 +19,9 @@ Measured per size:
   path's (``index.fast = False``: every pool member scored in float32), with the differences
   listed, and how often the bounded SQ8 path (retrieval/quantized.py) needed a deeper scan or fell
   back to the exact pass;
+- open + first recall: a fresh process opens the filled store read-only, maps its saved index
+  (``STORE.index/``), catches up the eligibility columns and runs one MERIT retrieval; imports
+  excluded; median of 3 processes;
 - insert: ``store.finalize`` of one episode (one SQLite transaction, vector stored with it) plus
   ``index.sync`` (BM25 postings and vector block), embedding excluded; mean and p95 of 500 inserts.
 """
@@ -32,6 +35,7 @@ import platform
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -109,6 +113,18 @@ def new_episode(size: int, j: int, rng: random.Random) -> Episode:
                     Attempt(f"SELECT y{i} FROM {rng.choice(WORDS)}", "CORRECT")), finalized=True, method="bench")
 
 
+def first_recall(path: str, size: int) -> dict:
+    """Open + first recall, timed in this process (run fresh: ``--first-recall PATH SIZE``)."""
+    encoder = HashingEncoder(dim=384)
+    query = query_for(random.Random(1), size)
+    vector = encoder.encode([query.text])[0]
+    t = time.perf_counter()
+    with open_store(path, read_only=True) as store:
+        index = MemoryIndex(store, encoder)
+        retrieve(index, query, MERIT, query_vector=vector)
+        return {"seconds": time.perf_counter() - t, "loaded": index.loaded}
+
+
 def naive_retrieval(index: MemoryIndex, memories: dict[int, MemoryVariant], query: RetrievalQuery,
                     qvec: np.ndarray, vectors: np.ndarray) -> None:
     """MERIT's reference shape: rebuild BM25 over the pool per query, brute-force cosine."""
@@ -155,12 +171,13 @@ def bench_size(size: int, n_queries: int, n_naive: int, workdir: Path, seed: int
     kept = Path(keep) / f"bench_{size}_seed{seed}.db" if keep else None
     if kept and kept.exists():   # a store built by an earlier run: copied, as inserts change it
         shutil.copy(kept, path)
-    with open_store(path, embedder=embedder) as store:
-        if not (kept and kept.exists()):
+    else:
+        with open_store(path, embedder=embedder) as store:
             for start in range(0, size, 2000):
                 store.import_variants(memories[start:start + 2000])
-            if kept:
-                shutil.copy(path, kept)
+        if kept:    # after closing: the last writes may sit in the WAL file until then (a 1k store did)
+            shutil.copy(path, kept)
+    with open_store(path, embedder=embedder) as store:
         t0 = time.perf_counter()
         index = MemoryIndex(store, encoder)
         open_s = time.perf_counter() - t0
@@ -189,6 +206,8 @@ def bench_size(size: int, n_queries: int, n_naive: int, workdir: Path, seed: int
             naive_retrieval(index, by_id, q, v, vectors)
             naive.append(time.perf_counter() - t)
 
+        opens = [json.loads(subprocess.run([sys.executable, __file__, "--first-recall", str(path), str(size)],
+                                           capture_output=True, text=True, check=True).stdout) for _ in range(3)]
         inserts = []
         for j in range(500):
             ep = new_episode(size, j, rng)
@@ -206,6 +225,8 @@ def bench_size(size: int, n_queries: int, n_naive: int, workdir: Path, seed: int
         "bounded_pools": stats.pools, "deeper_scans": stats.deeper, "exact_fallbacks": stats.fallbacks,
         "naive_p50_ms": 1e3 * percentile(naive, 50), "naive_queries": len(naive),
         "speedup_p50": percentile(naive, 50) / percentile(latencies, 50),
+        "open_first_recall_s": statistics.median(o["seconds"] for o in opens),
+        "open_loaded_saved_index": all(o["loaded"] for o in opens),
         "insert_mean_ms": 1e3 * statistics.mean(inserts), "insert_p95_ms": 1e3 * percentile(inserts, 95),
     }
 
@@ -217,7 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--naive-queries", type=int, default=10)
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--keep-stores", help="folder to keep the filled stores in and reuse them from")
+    parser.add_argument("--first-recall", nargs=2, metavar=("PATH", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.first_recall:      # one timed open + first recall in this fresh process (see bench_size)
+        print(json.dumps(first_recall(args.first_recall[0], int(args.first_recall[1]))))
+        return 0
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
@@ -226,14 +251,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"numpy {np.__version__}\n")
     print("| memories | retrieval p50 | retrieval p95 | exact p50 / p95 | top-k identical | bounded pools "
-          "(deeper / exact fallback) | naive p50 | speed-up (p50) | insert mean | insert p95 | index open |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "(deeper / exact fallback) | naive p50 | speed-up (p50) | insert mean | insert p95 | index open (rebuild) "
+          "| open + first recall |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(f"| {r['size']:,} | {r['retrieval_p50_ms']:.2f} ms | {r['retrieval_p95_ms']:.2f} ms | "
               f"{r['exact_p50_ms']:.2f} / {r['exact_p95_ms']:.2f} ms | {100 * r['identical_share']:.1f} % | "
               f"{r['bounded_pools']} ({r['deeper_scans']} / {r['exact_fallbacks']}) | "
               f"{r['naive_p50_ms']:.0f} ms | {r['speedup_p50']:.0f}× | {r['insert_mean_ms']:.2f} ms | "
-              f"{r['insert_p95_ms']:.2f} ms | {r['open_index_s']:.2f} s |")
+              f"{r['insert_p95_ms']:.2f} ms | {r['open_index_s']:.2f} s | {r['open_first_recall_s']:.2f} s"
+              f"{'' if r['open_loaded_saved_index'] else ' (rebuilt)'} |")
     for r in results:
         for d in r["differences"]:
             print(f"differs at {r['size']:,}: query {d['query']}: bounded {d['fast']} exact {d['exact']}")

@@ -9,7 +9,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from repairmem import memory_from_episode
+from repairmem.retrieval import bm25 as bm25_module
 from repairmem.retrieval import index as index_module
+from repairmem.retrieval import quantized
 from repairmem.retrieval.encoders import HashingEncoder
 from repairmem.retrieval.hybrid import (
     MERIT,
@@ -60,6 +62,7 @@ def assert_ranks_as_fresh(store, *, loaded: bool = True, queries: int = 6) -> No
 @pytest.fixture
 def save_often(monkeypatch):
     monkeypatch.setattr(index_module, "_SAVE_MIN", 20)
+    monkeypatch.setattr(bm25_module, "_SLACK", 0)   # default-level terms in blocks of tens of memories
 
 
 def test_a_reopened_store_maps_its_index_and_ranks_as_a_rebuild(tmp_path, save_often):
@@ -69,7 +72,7 @@ def test_a_reopened_store_maps_its_index_and_ranks_as_a_rebuild(tmp_path, save_o
         assert not MemoryIndex(store, ENCODER).loaded      # first open: built, then saved
         assert (tmp_path / "m.db.index" / "manifest.json").is_file()
         index = MemoryIndex(store, ENCODER)
-        assert index.loaded and index.bm25._dense, "no default-level BM25 term: the fixture is too small"
+        assert index.loaded and any(b._dense for b in index.bm25.blocks), "no default-level BM25 term: the fixture is too small"
     with open_store(path, read_only=True) as store:
         assert_ranks_as_fresh(store)
 
@@ -80,6 +83,7 @@ def test_a_reopened_store_maps_its_index_and_ranks_as_a_rebuild(tmp_path, save_o
 def test_watermark_catch_up_ranks_as_a_rebuild(tmp_path_factory, first, later, seed):
     """Memories written after the saved generation (by any process) are added on open, in order."""
     index_module._SAVE_MIN, saved_min = 20, index_module._SAVE_MIN
+    bm25_module._SLACK, saved_slack = 0, bm25_module._SLACK   # default-level terms in small blocks
     try:
         path = tmp_path_factory.mktemp("w") / "m.db"
         with open_store(path) as store:
@@ -91,6 +95,7 @@ def test_watermark_catch_up_ranks_as_a_rebuild(tmp_path_factory, first, later, s
             assert_ranks_as_fresh(store, queries=2)
     finally:
         index_module._SAVE_MIN = saved_min
+        bm25_module._SLACK = saved_slack
 
 
 def test_a_stale_or_damaged_index_is_rebuilt_and_replaced(tmp_path, save_often):
@@ -139,3 +144,32 @@ def test_a_folder_that_is_not_ours_is_left_alone(tmp_path, save_often):
         add_memories(store, 1, 60)
         assert len(MemoryIndex(store, ENCODER)) == 60
     assert [p.name for p in folder.iterdir()] == ["notes.txt"] and (folder / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.skipif(not quantized.available(), reason="faiss-cpu (the encoders extra) is not installed")
+def test_sq8_codes_are_saved_with_the_index_and_reopen_without_a_rebuild(tmp_path, save_often, monkeypatch):
+    """A reopened index takes the saved SQ8 codes (no build on the first query) and ranks as the exact path;
+    codes that do not load are ignored and built again."""
+    monkeypatch.setattr(quantized, "MIN_ROWS", 8)
+    path = tmp_path / "m.db"
+    with open_store(path) as store:
+        add_memories(store, 1, 150)
+        MemoryIndex(store, ENCODER)
+    saved = sorted((tmp_path / "m.db.index").glob("*.sq8.*.codes.npy"))
+    assert saved, "no SQ8 codes saved"
+    for damaged in (False, True):
+        if damaged:
+            np.save(saved[0], np.zeros(len(np.load(saved[0])), dtype=np.uint8))   # same size, not an index
+        with open_store(path, read_only=True) as store:
+            index = MemoryIndex(store, ENCODER)
+            assert index.loaded and len(index._quantized) == len(saved) - damaged
+            exact = MemoryIndex(store, ENCODER, persist=False)
+            exact.fast = False
+            ids = np.asarray(store.variant_ids())
+            for k in range(4):
+                text = " ".join(random.Random(k).choices(WORDS, k=8))
+                query = RetrievalQuery(text, text, TYPES[k % 3], len(ids) + 10, f"probe{k}", f"db{k % 4}")
+                vector = ENCODER.encode([text])[0]
+                assert (retrieve(index, query, MERIT, query_vector=vector).explain()
+                        == retrieve(exact, query, MERIT, query_vector=vector).explain())
+            assert index.fast_stats.pools > 0

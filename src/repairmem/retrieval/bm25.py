@@ -142,6 +142,38 @@ class _Term:
         self.big_tf: _Vec | None = None
 
 
+def query_terms(query: str) -> Counter:
+    """The query's tokens with their counts (a term repeated c times counts c times, as in MERIT)."""
+    if not isinstance(query, str):
+        raise InvalidInputError(f"BM25 query must be a string, got {type(query).__name__}")
+    return Counter(tokenize(query))
+
+
+def idf(count: int, size: int, df: int) -> float:
+    """count * IDF of a term found in ``df`` of the pool's ``size`` documents (0 when df == 0)."""
+    return count * math.log(1.0 + (size - df + 0.5) / (df + 0.5)) if df else 0.0
+
+
+class _Part:
+    """One index's share of a pool being scored: its rows, where they sit, each query term's df there."""
+
+    __slots__ = ("dfs", "identity", "lengths", "placed", "pos", "rows", "size", "terms")
+
+    def __init__(self, rows: np.ndarray, identity: bool, lengths: np.ndarray, terms: list) -> None:
+        self.rows, self.size, self.identity, self.lengths, self.terms = rows, len(rows), identity, lengths, terms
+        self.pos: np.ndarray | None = None     # row -> pool position (None: the rows are the whole index)
+        self.placed: list[list] = []
+        self.dfs: list[int] = []
+
+    def where(self, vec: _Vec) -> tuple[np.ndarray, int]:
+        """Pool positions of a row list, and how many of them are inside the pool."""
+        if self.pos is None:
+            view = vec.view()
+            return view, len(view)
+        where = self.pos.take(vec.view())
+        return where, int(np.count_nonzero(where < self.size))
+
+
 class _StoredTerms:
     """The terms of a persisted state, by word, not yet made into ``_Term`` objects."""
 
@@ -364,59 +396,83 @@ class BM25Index:
         scores aligned with ``pool``; an empty pool gives an empty array. Query terms unknown
         to the pool contribute 0.
         """
-        if not isinstance(query, str):
-            raise InvalidInputError(f"BM25 query must be a string, got {type(query).__name__}")
-        query_counts = Counter(tokenize(query))
+        query_counts = query_terms(query)
         with self._lock:
             rows = self._rows(pool)
-            size, n = len(rows), self._n
-            if size == 0:
+            if len(rows) == 0:
                 return np.empty(0, dtype=np.float64)
-            # "pool == whole index in insertion order" needs no position map
-            identity = size == n and rows[0] == 0 and bool(np.all(rows[1:] > rows[:-1]))
-            lengths = self._lengths[:n] if identity else self._lengths[rows]
-            avgdl = float(lengths.mean())
-            wanted = [(t, c) for t, c in ((self._term(w), c) for w, c in query_counts.items()) if t is not None]
-            if not wanted or avgdl == 0.0:  # nothing to match, or only empty documents (tf = 0)
-                if not identity:
-                    self._check_distinct(rows)
-                return np.zeros(size, dtype=np.float64)
-            return self._score_rows(wanted, rows, identity, lengths, avgdl)
+            part = self.part(query_counts, rows)
+            avgdl = float(part.lengths.mean())
+            if not part.terms or avgdl == 0.0:  # nothing to match, or only empty documents (tf = 0)
+                self.check_distinct(part)
+                return np.zeros(part.size, dtype=np.float64)
+            self.place(part)
+            return self.accumulate(part, [idf(count, part.size, df) for (_, count), df in zip(part.terms, part.dfs)],
+                                   avgdl)
 
-    def _check_distinct(self, rows: np.ndarray) -> None:
-        if len(np.unique(rows)) != len(rows):
+    # The three steps of ``scores``, public to ``bm25_blocks.py``, which scores a pool spread over
+    # several indexes with statistics over the whole pool (callers hold the lock or own the index).
+
+    def part(self, query_counts: Counter, rows: np.ndarray) -> _Part:
+        """This index's share of a pool: ``rows`` (distinct, in range) and the query terms it knows."""
+        size, n = len(rows), self._n
+        # "pool == whole index in insertion order" needs no position map
+        identity = size == n and rows[0] == 0 and bool(np.all(rows[1:] > rows[:-1]))
+        lengths = self._lengths[:n] if identity else self._lengths[rows]
+        terms = [(t, c) for t, c in ((self._term(w), c) for w, c in query_counts.items()) if t is not None]
+        return _Part(rows, identity, lengths, terms)
+
+    def check_distinct(self, part: _Part) -> None:
+        if not part.identity and len(np.unique(part.rows)) != part.size:
             raise InvalidInputError("BM25 pool contains a doc_id more than once")
 
-    def _score_rows(self, wanted: list[tuple[_Term, int]], rows: np.ndarray, identity: bool,
-                    lengths: np.ndarray, avgdl: float) -> np.ndarray:
-        size, n = len(rows), self._n
-        span = size + _DUMPS
-        k1, b = self.k1, self.b
-        if self._pos.shape[0] < n or self._acc.shape[1] < span:
+    def place(self, part: _Part) -> None:
+        """Map the part's rows to pool positions and count each term's df inside the part."""
+        rows, size, n = part.rows, part.size, self._n
+        if self._pos.shape[0] < n or self._acc.shape[1] < size + _DUMPS:
             self._pos = np.empty(2 * n, dtype=np.intp)
             self._acc = np.empty((_BIG, 2 * n + _DUMPS))
-        if identity:
-            pos = None
-        else:
+        if not part.identity:
             # pos[row] = the row's place in the pool, or a dump slot >= size outside it
-            pos = self._pos[:n]
+            pos = part.pos = self._pos[:n]
             np.bitwise_and(np.arange(n), _DUMPS - 1, out=pos)
             pos += size
             pos[rows] = np.arange(size)
             if np.count_nonzero(pos < size) != size:
                 raise InvalidInputError("BM25 pool contains a doc_id more than once")
+        for term, _ in part.terms:
+            lists = term.lists
+            placed: list[tuple[np.ndarray, int] | None] = [None] * (_BIG + 1)
+            if term.m == 0:      # postings: df = listed rows inside the pool
+                df = 0
+                for t in range(1, _BIG + 1):
+                    if lists[t] is not None:
+                        placed[t] = part.where(lists[t])
+                        df += placed[t][1]
+            else:           # default level: df = pool minus its listed absent rows
+                df = size
+                if lists[0] is not None:
+                    placed[0] = part.where(lists[0])
+                    df -= placed[0][1]
+            part.placed.append(placed)
+            part.dfs.append(df)
 
+    def accumulate(self, part: _Part, idfs: list[float], avgdl: float) -> np.ndarray:
+        """Scores of the part's rows given each term's c * IDF (over the whole pool) and the pool's avgdl."""
+        size = part.size
+        span = size + _DUMPS
+        k1, b = self.k1, self.b
         # K(d) by pool position; dump slots get a harmless 1.0
         norm = np.empty(span)
         norm[size:] = 1.0
-        np.multiply(lengths, k1 * b / avgdl, out=norm[:size])
+        np.multiply(part.lengths, k1 * b / avgdl, out=norm[:size])
         norm[:size] += k1 * (1.0 - b)
 
         # A level accumulator costs ~5 passes over the pool, a row scored exactly ~2 ns more
         # than a scatter: give level t an accumulator only if enough rows land on it (the
         # threshold barely matters on the benchmark corpus: 0 .. 2 x pool are within noise).
         volume = [0] * _BIG
-        for term, _ in wanted:
+        for term, _ in part.terms:
             for t in range(1, _BIG):
                 if term.lists[t] is not None:
                     volume[t] += len(term.lists[t])
@@ -432,49 +488,28 @@ class BM25Index:
                 acc[level].fill(0.0)
             return acc[level]
 
-        def place(vec: _Vec) -> tuple[np.ndarray, int]:
-            """Pool positions of a row list, and how many of them are inside the pool."""
-            if pos is None:
-                view = vec.view()
-                return view, len(view)
-            where = pos.take(vec.view())
-            return where, int(np.count_nonzero(where < size))
-
-        for term, count in wanted:
-            lists, m = term.lists, term.m
-            placed: list[tuple[np.ndarray, int] | None] = [None] * (_BIG + 1)
-            if m == 0:      # postings: df = listed rows inside the pool
-                df = 0
-                for t in range(1, _BIG + 1):
-                    if lists[t] is not None:
-                        placed[t] = place(lists[t])
-                        df += placed[t][1]
-            else:           # default level: df = pool minus its listed absent rows
-                df = size
-                if lists[0] is not None:
-                    placed[0] = place(lists[0])
-                    df -= placed[0][1]
-            if df == 0:
+        for (term, _), placed, df, weight in zip(part.terms, part.placed, part.dfs, idfs):
+            if df == 0:      # no document of this part has the term
                 continue
-            idf = count * math.log(1.0 + (size - df + 0.5) / (df + 0.5))
+            lists, m = term.lists, term.m
             if m:
-                base[m] += m * idf
+                base[m] += m * weight
                 if placed[0] is not None:
-                    np.subtract.at(accumulator(m), placed[0][0], m * idf)
+                    np.subtract.at(accumulator(m), placed[0][0], m * weight)
             for t in range(1, _BIG + 1):
                 vec = lists[t]
                 if vec is None:
                     continue
-                where = (placed[t] or place(vec))[0]
+                where = (placed[t] or part.where(vec))[0]
                 if t < _BIG and pooled[t]:
-                    np.add.at(accumulator(t), where, t * idf)
+                    np.add.at(accumulator(t), where, t * weight)
                 else:       # exact: c * IDF * tf / (tf + K(d))
                     tf = float(t) if t < _BIG else term.big_tf.view().astype(np.float64)
                     denom = norm.take(where)
                     denom += tf
-                    np.add.at(accumulator(0), where, np.divide(tf * idf, denom, out=denom))
+                    np.add.at(accumulator(0), where, np.divide(tf * weight, denom, out=denom))
                 if m:
-                    np.subtract.at(accumulator(m), where, m * idf)
+                    np.subtract.at(accumulator(m), where, m * weight)
 
         out = acc[0][:size].copy() if acc[0] is not None else np.zeros(size)
         denom = np.empty(size)

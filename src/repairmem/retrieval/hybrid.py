@@ -214,7 +214,7 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         if k == 0:
             continue
         legal = store.eligible_ids(polarity=polarity, **eligible)
-        typed = legal[index.type_match(legal, query.failure_type) > 0]   # a subset of what the store allowed
+        typed = np.compress(index.type_match(legal, query.failure_type) > 0, legal)   # within what the store allowed
         filtering = config.type_mode in ("filter", "random") or (
             config.type_mode == "reliability" and query.failure_type in config.reliable_types)
         use_typed = filtering and len(typed) >= config.typed_min
@@ -229,9 +229,11 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         pools.append(PoolExplanation(label, len(legal), len(typed), len(pool), filtering and not use_typed,
                                      config.type_mode, tuple(dict(zip(keys, row)) for row in ranked[:explain_top])))
 
+    picked = [row[0] for rows in found.values() for row in rows]
+    memories = dict(zip(picked, store.get(picked)))   # one fetch, fresh from the store: counters move
+
     def scored(rows) -> tuple[Scored, ...]:
-        memories = store.get([r[0] for r in rows])   # fresh from the store: counters may have moved
-        return tuple(Scored(m, *r[1:]) for m, r in zip(memories, rows))
+        return tuple(Scored(memories[r[0]], *r[1:]) for r in rows)
 
     if config.pooled:
         chosen = scored(found.get("any", []))

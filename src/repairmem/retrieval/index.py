@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from . import persist, quantized
-from .bm25 import BM25Index
+from .bm25_blocks import BlockedBM25
 from .quantized import FastStats, QuantizedBlock, exact_scores
 from .texts import bm25_text, dense_text
 
@@ -91,7 +91,7 @@ class MemoryIndex:
         """``persist``: map and keep up to date the store's ``index_path`` folder, if it has one."""
         self.store = store
         self.encoder = encoder
-        self.bm25 = BM25Index(k1=k1, b=b)
+        self.bm25 = BlockedBM25(k1=k1, b=b)      # one BM25 index per dense block, same rows
         self._blocks: list[_Block] = []
         self._block_code: dict[tuple[str, str, str], int] = {}   # (kind, polarity, failure type) -> block
         self._block_type: list[str] = []
@@ -120,13 +120,14 @@ class MemoryIndex:
         if found is None:
             return
         manifest, arrays = found
-        watermark, docs = manifest["watermark"], arrays["bm25.docs"]
+        watermark = manifest["watermark"]
+        docs = np.flatnonzero(arrays["block_of"] >= 0)
         known = np.asarray(self.store.variant_ids(), dtype=np.int64)
         if not np.array_equal(known[:len(docs)], docs) or (len(docs) and (
                 self.store.get([watermark])[0].transition_key != manifest["fingerprint"])):
             return       # not the memories it was built from (e.g. the store was restored from a backup)
         bm25 = {k.removeprefix("bm25."): v for k, v in arrays.items() if k.startswith("bm25.")}
-        self.bm25 = BM25Index.from_state(bm25, k1=self.bm25.k1, b=self.bm25.b)
+        self.bm25 = BlockedBM25.from_state(bm25, k1=self.bm25.k1, b=self.bm25.b)
         starts = arrays["block_start"].tolist()
         self._blocks = [_Block.over(arrays["vectors"][lo:hi]) for lo, hi in pairwise(starts)]
         keys = [tuple(key) for key in manifest["blocks"]]
@@ -137,6 +138,15 @@ class MemoryIndex:
         self._last_id = watermark
         self._saved = len(docs)
         self.loaded = True
+        for code, block in enumerate(self._blocks):    # SQ8 codes saved with the generation: not rebuilt
+            part = {k.rsplit(".", 1)[1]: v for k, v in arrays.items() if k.startswith(f"sq8.{code}.")}
+            if part and self.fast:
+                try:
+                    qb = QuantizedBlock.from_state(part, self.encoder.dim)
+                except (ValueError, KeyError):
+                    continue    # a cache: built again on the block's first large pool
+                if qb.n <= block.n:
+                    self._quantized[code] = qb
 
     def _save(self) -> None:
         """Persist the current state as a new generation (skipped if another process is saving)."""
@@ -148,6 +158,9 @@ class MemoryIndex:
                   "block_start": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
                   "block_of": self._block_of[:top + 1], "row_of": self._row_of[:top + 1],
                   **{f"bm25.{k}": v for k, v in self.bm25.state().items()}}
+        for code, block in enumerate(self._blocks):    # SQ8 codes of every large block (~0.2-0.9 s each to build)
+            if self.fast and block.n >= self.fast_min_rows:
+                arrays.update({f"sq8.{code}.{k}": v for k, v in self._quantized_block(code).state().items()})
         manifest = {**self._identity(), "watermark": top, "count": len(self), "fingerprint": fingerprint,
                     "blocks": [list(key) for key in keys]}
         try:
@@ -201,9 +214,8 @@ class MemoryIndex:
                 self._block_type.append(memory.failure_type)
             block = self._blocks[code]
             self._block_of[memory.id] = code
-            self._row_of[memory.id] = block.n
+            self._row_of[memory.id] = self.bm25.add(code, bm25_text(memory))   # == block.n: same rows
             block.append(vector[None, :])
-            self.bm25.add(memory.id, bm25_text(memory))
         self._last_id = ids[-1]
 
     def encode_query(self, text: str) -> np.ndarray:
@@ -211,17 +223,25 @@ class MemoryIndex:
 
     def dense_scores(self, query_vector: np.ndarray, pool: np.ndarray) -> np.ndarray:
         """Inner products (cosine: vectors are L2-normalised) of the query with each pool member."""
-        pool = np.asarray(pool, dtype=np.int64)
-        out = np.empty(len(pool), dtype=np.float64)
-        if not len(pool):
+        blocks, rows = self._locate(pool)
+        out = np.empty(len(rows), dtype=np.float64)
+        if not len(rows):
             return out
-        if pool.max() >= len(self._block_of) or (self._block_of[pool] < 0).any():
-            raise InvalidInputError("pool holds a memory id the index has not synced; call sync() first")
-        blocks = self._block_of[pool]
-        rows = self._row_of[pool]
         with _one_blas_thread():
             self._dense_by_block(query_vector, blocks, rows, out)
         return out
+
+    def _locate(self, pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(block, row) of each pool member; raises when one is not a memory this index has synced."""
+        pool = np.asarray(pool)
+        if pool.ndim != 1 or (len(pool) and pool.dtype.kind not in "iu"):
+            raise InvalidInputError(f"a pool must be a 1-D array of memory ids, got {pool.dtype} of shape {pool.shape}")
+        pool = pool.astype(np.int64, copy=False)
+        if not len(pool):
+            return pool, pool
+        if pool.min() < 0 or pool.max() >= len(self._block_of) or (self._block_of[pool] < 0).any():
+            raise InvalidInputError("pool holds a memory id the index has not synced; call sync() first")
+        return self._block_of[pool], self._row_of[pool]
 
     def _dense_by_block(self, query_vector: np.ndarray, blocks: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
         # a typed pool is one block: skip the grouping
@@ -267,9 +287,10 @@ class MemoryIndex:
         return qb
 
     def bm25_scores(self, query: str, pool: np.ndarray) -> np.ndarray:
-        return self.bm25.scores(query, np.asarray(pool, dtype=np.int64))
+        blocks, rows = self._locate(pool)
+        return self.bm25.scores(query, blocks, rows)
 
     def type_match(self, pool: np.ndarray, failure_type: str) -> np.ndarray:
         """1.0 where the pool member's failure type equals ``failure_type``, else 0.0."""
         matches = np.array([t == failure_type for t in self._block_type], dtype=np.float64)
-        return matches[self._block_of[np.asarray(pool, dtype=np.int64)]] if len(pool) else np.zeros(0)
+        return matches.take(self._block_of.take(np.asarray(pool, dtype=np.int64))) if len(pool) else np.zeros(0)

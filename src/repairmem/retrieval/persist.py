@@ -7,8 +7,9 @@ What lies there (all ours: the folder holds ``REPAIRMEM_INDEX``; an existing fol
 that is not empty, or a file of that name, is someone else's and is never touched):
 
 - ``<gen>.<name>.npy``: one generation of ``MemoryIndex`` state — the vector matrix grouped by
-  block, variant id -> (block, row), and the flattened BM25 state (``BM25Index.state``). The two
-  large arrays (vectors, BM25 rows) are opened with ``np.load(mmap_mode="r")``: never written.
+  block, variant id -> (block, row), the flattened BM25 state (``BlockedBM25.state``) and the 8-bit
+  codes of each large block (``sq8.<block>.*``: ``QuantizedBlock.state``, taken only if they load).
+  The two large arrays (vectors, BM25 rows) are opened with ``np.load(mmap_mode="r")``: never written.
 - ``manifest.json``: format, encoder name and dimension, BM25 k1 / b, the watermark (the highest
   variant id the state covers), how many memories it holds, the transition key of the watermark
   memory, the block keys and every file's size. Replaced atomically, after the data files are
@@ -37,8 +38,9 @@ from pathlib import Path
 import numpy as np
 
 from ..files import write_atomic
+from .bm25_blocks import check_state
 
-FORMAT = 1
+FORMAT = 2          # 2: BM25 kept per block (bm25_blocks.py); older folders are rebuilt
 MARKER = "REPAIRMEM_INDEX"
 _MAPPED = ("vectors", "bm25.rows")   # the arrays that grow with the memories; the rest is small
 
@@ -73,29 +75,17 @@ def check(manifest: dict, a: dict[str, np.ndarray]) -> None:
     count, dim, watermark = int(manifest["count"]), int(manifest["dim"]), int(manifest["watermark"])
     blocks = len(manifest["blocks"])
     starts, block_of, row_of = a["block_start"], a["block_of"], a["row_of"]
-    words = int(a["bm25.m"].shape[0])
-    list_start, big_start = a["bm25.list_start"], a["bm25.big_start"]
-    rows, big_tf = a["bm25.rows"], a["bm25.big_tf"]
     ok = (a["vectors"].shape == (count, dim) and a["vectors"].dtype == np.float32
           and starts.shape == (blocks + 1,) and starts[0] == 0 and starts[-1] == count
           and bool(np.all(np.diff(starts) >= 0))
-          and block_of.shape == row_of.shape == (watermark + 1,)
-          and a["bm25.docs"].shape == a["bm25.lengths"].shape == (count,)
-          and (count == 0 or a["bm25.docs"][-1] == watermark)
-          and a["bm25.df"].shape == (words,) and a["bm25.counts"].shape == (words, 8)
-          and list_start.shape == (9 * words + 1,) and big_start.shape == (words + 1,)
-          and list_start[0] == 0 and list_start[-1] == len(rows) and bool(np.all(np.diff(list_start) >= 0))
-          and big_start[0] == 0 and big_start[-1] == len(big_tf) and bool(np.all(np.diff(big_start) >= 0))
-          and (not len(rows) or (int(rows.min()) >= 0 and int(rows.max()) < count)))
+          and block_of.shape == row_of.shape == (watermark + 1,))
     if not ok:
         raise ValueError("index arrays do not fit together")
     held = np.flatnonzero(block_of >= 0)
-    if (not np.array_equal(held, a["bm25.docs"]) or int(block_of.max(initial=-1)) >= blocks
+    if (len(held) != count or (count and held[-1] != watermark) or int(block_of.max(initial=-1)) >= blocks
             or not np.all((row_of[held] >= 0) & (row_of[held] < np.diff(starts)[block_of[held]]))):
         raise ValueError("index ids do not fit together")
-    text = bytes(a["bm25.words"].item()).decode()
-    if len(text.split("\n") if text else []) != words:
-        raise ValueError("index vocabulary does not fit its terms")
+    check_state({k.removeprefix("bm25."): v for k, v in a.items() if k.startswith("bm25.")}, np.diff(starts))
 
 
 def claim(folder: str) -> bool:

@@ -36,6 +36,7 @@ from ..check import check_int
 from ..errors import InvalidInputError, StoreError
 from ..sqlite_wal import check_writable
 from ..types import COUNTER_NAMES, Counters, Episode, MemoryVariant, Provenance
+from .mirror import paused_gc
 from .sqlite import Embedder, SQLiteMemoryStore, _Mirror, _variant_from_row
 
 try:
@@ -425,31 +426,19 @@ class PostgresMemoryStore:
     def _refresh(self) -> _Mirror:
         """Bring the mirror up to date with rows committed since the last look (one statement: one snapshot)."""
         m = self._mirror
-        rows = self._db.execute(
-            "SELECT 'v', id, polarity, namespace, kind, failure_type, NULL::bigint, NULL::bigint "
-            "FROM variants WHERE id > %s "
-            "UNION ALL SELECT 'e', id, NULL, source_query, NULL, NULL, variant_id, source_pos "
-            "FROM episodes WHERE id > %s ORDER BY 1 DESC, 2",   # variants first, then episodes, by id
-            (m.last_variant, m.last_episode)).fetchall()
-        for tag, rid, polarity, text, kind, failure_type, vid, pos in rows:
-            if tag == "v":
-                m.row_of[rid] = len(m.ids)
-                m.ids.append(rid)
-                m.polarity.append(1 if polarity == "+" else 0)
-                m.namespace.append(m.code(text))
-                m.kind.append(m.code(kind))
-                m.failure_type.append(m.code(failure_type))
-                m.first_pos.append(np.iinfo(np.int64).max)
-                m.last_variant = rid
-            else:
-                m.last_episode = rid
-                if vid is None:
-                    continue
-                row = m.row_of[vid]
-                m.first_pos[row] = min(m.first_pos[row], pos)
-                m.by_query.setdefault(text, set()).add(vid)
-        if rows:
-            m.arrays = None
+        with paused_gc():
+            rows = self._db.execute(
+                "SELECT 'v', id, polarity, namespace, kind, failure_type, NULL::bigint, NULL::bigint "
+                "FROM variants WHERE id > %s "
+                "UNION ALL SELECT 'e', id, NULL, source_query, NULL, NULL, variant_id, source_pos "
+                "FROM episodes WHERE id > %s ORDER BY 1 DESC, 2",   # variants first, then episodes, by id
+                (m.last_variant, m.last_episode)).fetchall()
+            variants = [row[1:6] for row in rows if row[0] == "v"]
+            if variants:
+                m.add_variants(*zip(*variants))
+            episodes = [(row[1], row[6], row[3], row[7]) for row in rows if row[0] == "e"]
+            if episodes:
+                m.add_episodes(*zip(*episodes), where=self.path)
         return m
 
     def get(self, ids: Sequence[int]) -> list[MemoryVariant]:

@@ -19,7 +19,6 @@ import os
 import re
 import sqlite3
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
@@ -33,6 +32,8 @@ from ..sqlite_wal import (
 from ..types import (
     COUNTER_NAMES, Counters, Episode, MemoryVariant, Outcome, Polarity, Provenance, Scope,
 )
+from .mirror import Mirror as _Mirror
+from .mirror import paused_gc
 
 APPLICATION_ID = 0x52504D4D  # "RPMM": marks a file as a repairmem store
 
@@ -94,45 +95,11 @@ MIGRATIONS: list[list[str]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 _TABLES = tuple(re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m)))
 _WHAT = "repairmem store"
-_NEVER = int(np.iinfo(np.int64).max)   # first position of a memory no episode has contributed yet
 _guarded = sqlite_errors(_WHAT)     # SQLite's errors on any public method: StoreError naming the file
 
 _VARIANT_COLUMNS = ("id, kind, polarity, namespace, failure_type, failure_subtype, root_cause, question, "
                     "context, failure_context, before, after, outcome, error, signatures, "
                     + ", ".join(COUNTER_NAMES))
-
-
-@dataclass
-class _Mirror:
-    """Columnar copy of what eligibility needs; append-only, like the tables it mirrors."""
-
-    last_variant: int = 0
-    last_episode: int = 0
-    ids: list[int] = field(default_factory=list)
-    row_of: dict[int, int] = field(default_factory=dict)
-    polarity: list[int] = field(default_factory=list)      # 1 for '+', 0 for '-'
-    namespace: list[int] = field(default_factory=list)     # codes into ``codes``
-    kind: list[int] = field(default_factory=list)
-    failure_type: list[int] = field(default_factory=list)
-    first_pos: list[int] = field(default_factory=list)
-    codes: dict[str, int] = field(default_factory=dict)
-    by_query: dict[str, set[int]] = field(default_factory=dict)
-    arrays: dict[str, np.ndarray] | None = None
-
-    def code(self, text: str) -> int:
-        return self.codes.setdefault(text, len(self.codes))
-
-    def columns(self) -> dict[str, np.ndarray]:
-        if self.arrays is None:
-            self.arrays = {
-                "ids": np.asarray(self.ids, dtype=np.int64),
-                "polarity": np.asarray(self.polarity, dtype=np.int8),
-                "namespace": np.asarray(self.namespace, dtype=np.int32),
-                "kind": np.asarray(self.kind, dtype=np.int32),
-                "failure_type": np.asarray(self.failure_type, dtype=np.int32),
-                "first_pos": np.asarray(self.first_pos, dtype=np.int64),
-            }
-        return self.arrays
 
 
 class Embedder(Protocol):
@@ -410,47 +377,24 @@ class SQLiteMemoryStore:
         data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
         if data_version == self._seen_data_version and self._own_writes == self._seen_own_writes:
             return self._mirror
-        m = self._mirror
-        self._db.execute("BEGIN")  # one snapshot: a variant and its first episode arrive together
-        try:
-            new_variants = self._db.execute(
-                "SELECT id, polarity, namespace, kind, failure_type FROM variants WHERE id > ? ORDER BY id",
-                (m.last_variant,)).fetchall()
-            new_episodes = self._db.execute(
-                "SELECT id, variant_id, source_query, source_pos FROM episodes WHERE id > ? ORDER BY id",
-                (m.last_episode,)).fetchall()
-        finally:
-            self._db.execute("COMMIT")
-        if new_variants or new_episodes:
-            self._check_mirror_rows(m, new_variants, new_episodes)     # before the mirror changes
-        if new_variants:
-            ids, polarity, namespace, kind, failure_type = zip(*new_variants)
-            m.row_of.update(zip(ids, range(len(m.ids), len(m.ids) + len(ids))))
-            m.ids.extend(ids)
-            m.polarity.extend([p == "+" for p in polarity])
-            for column, values in ((m.namespace, namespace), (m.kind, kind), (m.failure_type, failure_type)):
-                codes = {text: m.code(text) for text in dict.fromkeys(values)}
-                column.extend(map(codes.__getitem__, values))
-            m.first_pos.extend([_NEVER] * len(ids))
-            m.last_variant = ids[-1]
-        first_pos, by_query, row_of = m.first_pos, m.by_query, m.row_of
-        for eid, vid, query, pos in new_episodes:
-            if vid is None:
-                continue
-            row = row_of.get(vid)
-            if row is None:
-                raise StoreError(f"{self.path}: episode row {eid} points at memory #{vid}, which is not stored: the "
-                                 "file is damaged; restore it from a backup")
-            first_pos[row] = min(first_pos[row], pos)
-            own = by_query.get(query)
-            if own is None:
-                by_query[query] = {vid}
-            else:
-                own.add(vid)
-        if new_episodes:
-            m.last_episode = new_episodes[-1][0]
-        if new_variants or new_episodes:
-            m.arrays = None
+        with paused_gc():
+            m = self._mirror
+            self._db.execute("BEGIN")  # one snapshot: a variant and its first episode arrive together
+            try:
+                new_variants = self._db.execute(
+                    "SELECT id, polarity, namespace, kind, failure_type FROM variants WHERE id > ? ORDER BY id",
+                    (m.last_variant,)).fetchall()
+                new_episodes = self._db.execute(
+                    "SELECT id, variant_id, source_query, source_pos FROM episodes WHERE id > ? ORDER BY id",
+                    (m.last_episode,)).fetchall()
+            finally:
+                self._db.execute("COMMIT")
+            if new_variants or new_episodes:
+                self._check_mirror_rows(m, new_variants, new_episodes)     # before the mirror changes
+            if new_variants:
+                m.add_variants(*zip(*new_variants))
+            if new_episodes:
+                m.add_episodes(*zip(*new_episodes), where=self.path)
         self._seen_data_version = data_version
         self._seen_own_writes = self._own_writes
         return m
@@ -488,11 +432,10 @@ class SQLiteMemoryStore:
         for name, value in (("kind", kind), ("failure_type", failure_type)):
             if value is not None:
                 mask &= cols[name] == m.codes.get(value, -1)
-        ids = cols["ids"][mask]
-        own = m.by_query.get(query_id)
-        if own:
-            ids = ids[~np.isin(ids, np.fromiter(own, dtype=np.int64, count=len(own)))]
-        return ids
+        own = m.own.get(query_id)
+        if own:     # the query's own memories, by mirror row (np.isin sorted the whole pool: 0.4 ms at 100k)
+            mask[own] = False
+        return np.compress(mask, cols["ids"])   # 6x faster than cols["ids"][mask] on a random mask
 
     def candidates(self, **query) -> list[MemoryVariant]:
         return self.get(self.eligible_ids(**query).tolist())
