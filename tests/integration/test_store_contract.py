@@ -379,6 +379,39 @@ def test_migration_from_older_version_applies_missing_steps(target, monkeypatch)
     db.close()
 
 
+def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_open(target):
+    """v3 only adds the index on episodes(source_pos): a v2 store still opens read-only (older
+    refused), and the first writing open creates the index."""
+    from repairmem.store import postgres, sqlite
+    backend = postgres if is_pg(target) else sqlite
+    with open_store(target) as s:
+        finalize(s, make_episode("q1", 4))
+    db = _raw(target)
+    db.execute("DROP INDEX episodes_by_pos")
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    with open_store(target, read_only=True) as s:
+        assert s.schema_version == 2 and s.max_position() == 4 and len(s) == 1
+    assert _indexes(db, target) == {"episodes_by_variant"}       # the read-only open changed nothing
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="older"):
+        open_store(target, read_only=True)
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    with open_store(target) as s:
+        assert s.schema_version == backend.SCHEMA_VERSION == 3 and s.max_position() == 4
+    assert _indexes(db, target) == {"episodes_by_variant", "episodes_by_pos"}
+    db.close()
+
+
+def _indexes(db, target) -> set[str]:
+    if is_pg(target):
+        rows = db.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes' "
+                          "AND indexname LIKE 'episodes_by_%'")
+    else:
+        rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'episodes' "
+                          "AND name LIKE 'episodes_by_%'")
+    return {r[0] for r in rows}
+
+
 # -- several processes ----------------------------------------------------------------------------
 
 WRITER = textwrap.dedent("""

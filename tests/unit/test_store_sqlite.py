@@ -140,6 +140,12 @@ def test_migration_from_older_version_applies_missing_steps(tmp_path, monkeypatc
         assert s._db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
 
 
+def test_the_newest_position_is_read_from_the_index_not_a_scan(tmp_path):
+    with open_store(tmp_path / "m.db") as s:
+        plan = s._db.execute("EXPLAIN QUERY PLAN SELECT max(source_pos) FROM episodes").fetchall()
+        assert "USING COVERING INDEX episodes_by_pos" in plan[0][-1]
+
+
 def test_a_second_connection_sees_new_writes(tmp_path):
     path = tmp_path / "m.db"
     with open_store(path) as reader, open_store(path) as writer:

@@ -106,8 +106,12 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (variant_id, encoder),
             CHECK (vector_dims(embedding) = dim))""",
     ],
+    [   # v3: the stream's newest position (live recalls) without a scan of every episode
+        """CREATE INDEX episodes_by_pos ON episodes (source_pos)""",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+READABLE_FROM = 2   # v3 only adds an index: a read-only open reads a v2 store as it is, a little slower
 
 _VARIANT_COLUMNS = ("v.id, v.kind, v.polarity, v.namespace, v.failure_type, v.failure_subtype, v.root_cause, "
                     "v.question, v.context, v.failure_context, v.before, v.after, v.outcome, v.error, v.signatures, "
@@ -243,7 +247,7 @@ class PostgresMemoryStore:
     def _check_existing(self) -> None:
         """A read-only open: the store must exist at this schema version (nothing is created)."""
         version = self._existing(self._db)
-        if version != SCHEMA_VERSION:
+        if version is None or version < READABLE_FROM:
             raise StoreError(f"{self.path}: " + ("no repairmem store here (the schema holds no table); nothing "
                                                  "was created" if version is None else
                                                  f"store schema version {version} is older than this repairmem's "

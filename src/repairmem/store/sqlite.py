@@ -91,8 +91,12 @@ MIGRATIONS: list[list[str]] = [
             vector BLOB NOT NULL,
             PRIMARY KEY (variant_id, encoder))""",
     ],
+    [   # v3: the stream's newest position (live recalls) without a scan of every episode
+        """CREATE INDEX episodes_by_pos ON episodes (source_pos)""",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+READABLE_FROM = 2   # v3 only adds an index: a read-only open reads a v2 store as it is, a little slower
 _TABLES = tuple(re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m)))
 _WHAT = "repairmem store"
 _guarded = sqlite_errors(_WHAT)     # SQLite's errors on any public method: StoreError naming the file
@@ -162,7 +166,7 @@ class SQLiteMemoryStore:
         if version > SCHEMA_VERSION:
             raise StoreError(f"{self.path}: store schema version {version} is newer than this "
                              f"repairmem supports ({SCHEMA_VERSION}); upgrade repairmem")
-        if version < SCHEMA_VERSION and not upgradable:
+        if version < READABLE_FROM and not upgradable:
             raise StoreError(f"{self.path}: store schema version {version} is older than this repairmem's "
                              f"({SCHEMA_VERSION}) and a read-only open does not migrate it; open it once "
                              "for writing (e.g. memory import) to upgrade it")
