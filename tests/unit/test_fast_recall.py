@@ -130,3 +130,22 @@ def test_a_memory_scores_the_same_bits_whatever_pool_it_is_scored_in(tmp_path):
         pick = np.sort(rng.choice(len(ids), size, replace=False))
         assert np.array_equal(index.dense_scores(qvec, ids[pick]), full[pick])
     store.close()
+
+
+def test_two_pools_ranked_on_two_threads_equal_one_thread(tmp_path, monkeypatch):
+    """``retrieve`` ranks the positive and the negative pool side by side when both are large; the
+    answer (ids, order, score bits, explanations) and the bounded path's counts are the same."""
+    from repairmem.retrieval import hybrid, index as index_module
+    rng = np.random.default_rng(11)
+    store, index = build(tmp_path / "m.db", [memory(i, rng) for i in range(1200)], HashingEncoder(dim=32),
+                         min_rows=16)
+    queries = [probe(rng) for _ in range(12)]
+    answers, stats = {}, {}
+    for label, threshold in (("one thread", 10**9), ("two threads", 1)):
+        monkeypatch.setattr(hybrid, "PARALLEL_MIN", threshold)
+        before = index.fast_stats.pools
+        answers[label] = [retrieve(index, q, m) for q in queries for m in METHODS]
+        stats[label] = index.fast_stats.pools - before
+    assert answers["one thread"] == answers["two threads"] and stats["one thread"] == stats["two threads"] > 0
+    assert index_module._blas_users == 0      # every BLAS thread setting was restored
+    store.close()

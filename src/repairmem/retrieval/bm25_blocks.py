@@ -19,6 +19,7 @@ they depend on the pool's avgdl and df, which the causal filter changes with eve
 from __future__ import annotations
 
 import threading
+from contextlib import ExitStack
 
 import numpy as np
 
@@ -58,17 +59,20 @@ class BlockedBM25:
         n = len(rows)
         if not n:
             return np.empty(0, dtype=np.float64)
-        with self._lock:
-            codes = np.unique(blocks) if blocks.min() != blocks.max() else blocks[:1]
+        codes = np.unique(blocks) if blocks.min() != blocks.max() else blocks[:1]
+        with self._lock:   # only the list of blocks: pools over other blocks score at the same time
             if blocks.min() < 0 or codes[-1] >= len(self.blocks):
                 raise InvalidInputError(f"BM25 pool names block {int(codes[-1])}, which has no documents")
-            if len(codes) == 1:
-                return self.blocks[int(codes[0])].scores(query, rows)
+            indexes = [self.blocks[int(code)] for code in codes]
+        if len(codes) == 1:
+            return indexes[0].scores(query, rows)
+        with ExitStack() as held:   # each block's own lock, in block order (no two callers deadlock)
+            for index in indexes:
+                held.enter_context(index._lock)
             parts, where = [], []
             lengths = np.empty(n)
-            for code in codes:
+            for code, index in zip(codes, indexes):
                 sel = np.flatnonzero(blocks == code)
-                index = self.blocks[int(code)]
                 mine = np.asarray(rows[sel], dtype=np.intp)
                 if mine.min() < 0 or mine.max() >= len(index):
                     raise InvalidInputError(f"BM25 pool holds a row outside block {int(code)}")

@@ -20,6 +20,7 @@ implementation scores each pool on its own.
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -194,6 +195,17 @@ def _random_pick(pool: np.ndarray, query: RetrievalQuery, config: RetrievalConfi
     return [(int(i), 0.0, 0.0, 0.0, 0.0, 1.0, 0.0) for i in chosen]
 
 
+PARALLEL_MIN = 4096   # two pools at least this large are ranked on two threads (FAISS and numpy release the GIL)
+_pool: ThreadPoolExecutor | None = None
+
+
+def _ranker() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repairmem-rank")
+    return _pool
+
+
 def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig = MERIT, *,
              query_vector: np.ndarray | None = None, explain_top: int = 10) -> Retrieval:
     """Rank the causally eligible memories for ``query`` according to ``config``.
@@ -208,8 +220,7 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
                     scope=config.scope, kind=query.kind)
     plans = ([("any", None, config.k_pooled)] if config.pooled else
              [("+", Polarity.POSITIVE, config.k_positive), ("-", Polarity.NEGATIVE, config.k_negative)])
-    found: dict[str, list] = {}
-    pools: list[PoolExplanation] = []
+    selected = []   # (label, k, legal, typed, pool, filtering, bonus) per pool, eligibility in this thread
     for label, polarity, k in plans:
         if k == 0:
             continue
@@ -218,15 +229,26 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         filtering = config.type_mode in ("filter", "random") or (
             config.type_mode == "reliability" and query.failure_type in config.reliable_types)
         use_typed = filtering and len(typed) >= config.typed_min
-        pool = typed if use_typed else legal
         bonus = config.type_bonus if config.type_mode == "reliability" and not filtering else 0.0
+        selected.append((label, k, legal, typed, typed if use_typed else legal, filtering and not use_typed, bonus))
+
+    def rank(label, k, pool, bonus):
         if config.type_mode == "random":
-            ranked = _random_pick(pool, query, config, k, label)
-        else:
-            ranked = _rank(index, pool, query, query_vector, config, max(k, explain_top), bonus)
+            return _random_pick(pool, query, config, k, label)
+        return _rank(index, pool, query, query_vector, config, max(k, explain_top), bonus)
+
+    jobs = [(label, k, pool, bonus) for label, k, _, _, pool, _, bonus in selected]
+    if len(jobs) == 2 and min(len(job[2]) for job in jobs) >= PARALLEL_MIN:   # the two pools side by side
+        other = _ranker().submit(rank, *jobs[1])
+        ranked_pools = [rank(*jobs[0]), other.result()]
+    else:
+        ranked_pools = [rank(*job) for job in jobs]
+    found: dict[str, list] = {}
+    pools: list[PoolExplanation] = []
+    keys = ("id", "dense", "bm25", "dense_norm", "bm25_norm", "type_match", "score")
+    for (label, k, legal, typed, pool, fell_back, _), ranked in zip(selected, ranked_pools):
         found[label] = ranked[:k]
-        keys = ("id", "dense", "bm25", "dense_norm", "bm25_norm", "type_match", "score")
-        pools.append(PoolExplanation(label, len(legal), len(typed), len(pool), filtering and not use_typed,
+        pools.append(PoolExplanation(label, len(legal), len(typed), len(pool), fell_back,
                                      config.type_mode, tuple(dict(zip(keys, row)) for row in ranked[:explain_top])))
 
     picked = [row[0] for rows in found.values() for row in rows]

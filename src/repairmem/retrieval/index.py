@@ -19,6 +19,7 @@ an open maps it and adds only the memories written after its watermark, instead 
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -34,6 +35,9 @@ from .texts import bm25_text, dense_text
 _SYNC_CHUNK = 2000
 _SAVE_MIN = 1000    # save a new generation once this many memories (and >= 1 %) are not in the saved one
 _blas = None
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_before: list[int] = []
 
 
 @contextmanager
@@ -42,20 +46,27 @@ def _one_blas_thread():
 
     A product of one query with a block is memory-bound; a second OpenBLAS thread only adds
     wake-up latency, and under load (llama.cpp on the other core) it made a 5k x 384 product 60x
-    slower here (8 ms instead of 0.12 ms). Set per call, restored after: other numpy work keeps its threads.
+    slower here (8 ms instead of 0.12 ms). Set while any thread is inside, restored when the last
+    one leaves (the two pools are ranked on two threads): other numpy work keeps its threads.
     """
-    global _blas
-    if _blas is None:
-        from threadpoolctl import ThreadpoolController
-        _blas = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
-    previous = [c.num_threads for c in _blas]
-    for c in _blas:
-        c.set_num_threads(1)
+    global _blas, _blas_users, _blas_before
+    with _blas_lock:
+        if _blas is None:
+            from threadpoolctl import ThreadpoolController
+            _blas = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+        if _blas_users == 0:
+            _blas_before = [c.num_threads for c in _blas]
+            for c in _blas:
+                c.set_num_threads(1)
+        _blas_users += 1
     try:
         yield
     finally:
-        for c, n in zip(_blas, previous):
-            c.set_num_threads(n)
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                for c, n in zip(_blas, _blas_before):
+                    c.set_num_threads(n)
 
 
 @dataclass
@@ -106,6 +117,7 @@ class MemoryIndex:
         self.fast_min_rows = quantized.MIN_ROWS   # pools with fewer rows in a block score it exactly
         self.fast_stats = FastStats()
         self._quantized: dict[int, QuantizedBlock] = {}
+        self._quantized_lock = threading.Lock()   # the two pools' threads share the codes' cache and stats
         if self._folder:
             self._load()
         self.sync()
@@ -267,15 +279,18 @@ class MemoryIndex:
             return None
         blocks, rows = self._block_of[pool], self._row_of[pool]
         counts = np.bincount(blocks, minlength=len(self._blocks))
-        chosen = {}
-        for code in np.flatnonzero((counts * 4 >= [b.n for b in self._blocks]) & (counts >= self.fast_min_rows)):
-            chosen[int(code)] = self._quantized_block(int(code))
+        with self._quantized_lock:
+            chosen = {int(code): self._quantized_block(int(code)) for code in np.flatnonzero(
+                (counts * 4 >= [b.n for b in self._blocks]) & (counts >= self.fast_min_rows))}
         if not chosen:
             return None
         query_vector = np.ascontiguousarray(query_vector, dtype=np.float32)
+        stats = FastStats()
         with _one_blas_thread():
-            return quantized.ranked(blocks, rows, self._blocks, chosen, query_vector, rest, weight, k,
-                                    self.fast_stats)
+            found = quantized.ranked(blocks, rows, self._blocks, chosen, query_vector, rest, weight, k, stats)
+        with self._quantized_lock:
+            self.fast_stats.add(stats)
+        return found
 
     def _quantized_block(self, code: int) -> QuantizedBlock:
         """The SQ8 copy of block ``code``, extended to its current rows (retrained as it grows)."""

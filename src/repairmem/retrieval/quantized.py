@@ -61,6 +61,12 @@ class FastStats:
     fallbacks: int = 0
     rescored: int = 0
 
+    def add(self, other: FastStats) -> None:
+        self.pools += other.pools
+        self.deeper += other.deeper
+        self.fallbacks += other.fallbacks
+        self.rescored += other.rescored
+
 
 class QuantizedBlock:
     """Signed 8-bit codes of one dense block on a per-dimension grid, with every code's error bound.
