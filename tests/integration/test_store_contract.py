@@ -380,14 +380,15 @@ def test_migration_from_older_version_applies_missing_steps(target, monkeypatch)
 
 
 def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_open(target):
-    """v3 only adds the index on episodes(source_pos): a v2 store still opens read-only (older
-    refused), and the first writing open creates the index."""
+    """v3 only adds indexes (episodes by position; on SQLite also the mirror's variant columns): a v2
+    store still opens read-only (older refused), and the first writing open creates them."""
     from repairmem.store import postgres, sqlite
     backend = postgres if is_pg(target) else sqlite
     with open_store(target) as s:
         finalize(s, make_episode("q1", 4))
     db = _raw(target)
-    db.execute("DROP INDEX episodes_by_pos")
+    for name in _V3_INDEXES[backend.__name__.rsplit(".", 1)[-1]]:
+        db.execute(f"DROP INDEX {name}")
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with open_store(target, read_only=True) as s:
         assert s.schema_version == 2 and s.max_position() == 4 and len(s) == 1
@@ -398,17 +399,20 @@ def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_ope
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with open_store(target) as s:
         assert s.schema_version == backend.SCHEMA_VERSION == 3 and s.max_position() == 4
-    assert _indexes(db, target) == {"episodes_by_variant", "episodes_by_pos"}
+    assert _indexes(db, target) == {"episodes_by_variant", *_V3_INDEXES[backend.__name__.rsplit(".", 1)[-1]]}
     db.close()
 
 
+_V3_INDEXES = {"sqlite": ("episodes_by_pos", "variants_mirror"), "postgres": ("episodes_by_pos",)}
+
+
 def _indexes(db, target) -> set[str]:
+    """The store's own indexes (not those behind primary keys and unique columns)."""
     if is_pg(target):
-        rows = db.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes' "
-                          "AND indexname LIKE 'episodes_by_%'")
+        rows = db.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+                          "AND indexname NOT LIKE '%_pkey' AND indexname NOT LIKE '%_key'")
     else:
-        rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'episodes' "
-                          "AND name LIKE 'episodes_by_%'")
+        rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
     return {r[0] for r in rows}
 
 

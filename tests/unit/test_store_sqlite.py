@@ -140,10 +140,15 @@ def test_migration_from_older_version_applies_missing_steps(tmp_path, monkeypatc
         assert s._db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
 
 
-def test_the_newest_position_is_read_from_the_index_not_a_scan(tmp_path):
+def test_the_newest_position_and_the_mirror_columns_are_read_from_indexes_not_the_tables(tmp_path):
     with open_store(tmp_path / "m.db") as s:
+        finalize(s, make_episode("q1", 1))
+        s._db.execute("ANALYZE")      # the plans hold with statistics too
         plan = s._db.execute("EXPLAIN QUERY PLAN SELECT max(source_pos) FROM episodes").fetchall()
         assert "USING COVERING INDEX episodes_by_pos" in plan[0][-1]
+        plan = s._db.execute("EXPLAIN QUERY PLAN SELECT id, polarity, namespace, kind, failure_type FROM variants "
+                             "WHERE id > ? ORDER BY id", (0,)).fetchall()
+        assert "USING COVERING INDEX variants_mirror" in plan[0][-1]   # not every variant's texts
 
 
 def test_a_second_connection_sees_new_writes(tmp_path):

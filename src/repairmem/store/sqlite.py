@@ -91,12 +91,14 @@ MIGRATIONS: list[list[str]] = [
             vector BLOB NOT NULL,
             PRIMARY KEY (variant_id, encoder))""",
     ],
-    [   # v3: the stream's newest position (live recalls) without a scan of every episode
+    [   # v3: the stream's newest position (live recalls) without a scan of every episode, and the
+        # columns the eligibility mirror catches up on without reading every variant's texts
         """CREATE INDEX episodes_by_pos ON episodes (source_pos)""",
+        """CREATE INDEX variants_mirror ON variants (id, polarity, namespace, kind, failure_type)""",
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
-READABLE_FROM = 2   # v3 only adds an index: a read-only open reads a v2 store as it is, a little slower
+READABLE_FROM = 2   # v3 only adds indexes: a read-only open reads a v2 store as it is, a little slower
 _TABLES = tuple(re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m)))
 _WHAT = "repairmem store"
 _guarded = sqlite_errors(_WHAT)     # SQLite's errors on any public method: StoreError naming the file
