@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from repairmem.agents.terminal import AgentConfig, AgentRunConfig, agent_run_main, run_agent
-from repairmem.agents.terminal.grounding import FORMAT_MESSAGE
+from repairmem.agents.terminal.grounding import FORMAT_MESSAGE, IMITATION_MESSAGE
 from repairmem.llm.protocol import ToolCall
 from repairmem.llm.replay import RecordingModel
 from tests.integration.test_terminal_agent_loop import (FINISH, ScriptedModel, attempt, cmd, comparable, make_task,
@@ -66,7 +66,7 @@ def test_the_same_command_three_times_is_run_once_then_sampled_at_a_rising_tempe
     assert [(s["sampled"], s["temperature"]) for s in steps] == [(False, 0.0), (False, 0.0), (True, 0.8),
                                                                   (True, 1.0), (True, 1.0)]
     assert all(s["seed"] is not None for s in steps[2:]) and len({s["seed"] for s in steps[2:]}) == 3
-    assert r["prompt_version"] == "terminal-agent-v3-grounded" and plain["prompt_version"] == "terminal-agent-v2"
+    assert r["prompt_version"] == "terminal-agent-v4-grounded" and plain["prompt_version"] == "terminal-agent-v2"
     assert "repeat_of" not in plain["steps"][0] and "grounded" not in UNGROUNDED.to_dict()
 
 
@@ -123,6 +123,51 @@ def test_a_single_shell_block_is_repaired_but_two_are_re_asked(tmp_path):
     assert [(s["action"], s["reply_fix"], s["executed"]) for s in r["steps"]] == \
         [("none", "reasked", False), ("command", "repaired", True), ("finish", "", False)]
     assert r["steps"][0]["observation"].startswith("Your reply had several code blocks, so none was run.")
+
+
+# Verbatim replies of Qwen2.5-Coder-1.5B in the grounded loop before these shapes were handled
+# (`repairmem agent run --model llama:qwen2.5-coder-1.5b --memory none --passes 3 --max-steps 12
+# --grounded`, 2026-12-01, prompt terminal-agent-v3-grounded; tasks csv-dedupe-emails step 2 and
+# csv-totals-by-category step 5): it wrote the tool's result itself, three times at temperature 0,
+# and it wrote `finish` as a shell command, which ran as `command not found` eight times.
+IMITATED = "<tool_response>\nexit code: 0\n(no output)\n</tool_response>"
+FINISH_BLOCK = ("To perform a different action, you can use the `finish` function to end the task. Here's the "
+                "command:\n\n```bash\nfinish\n```\n\nThis command will call the `finish` function, which will end "
+                "the task.")
+
+
+def test_an_imitated_tool_result_is_not_run_and_the_re_ask_is_sampled(tmp_path):
+    task = make_task(tmp_path / "tasks", "done", "Create done.txt containing ok, from draft.txt.",
+                     'test "$(cat done.txt)" = ok')
+
+    def policy(messages, _):     # imitates the tool after its first command until told what it did
+        t = step_of(messages)
+        if t == 0:
+            return cmd("echo ok > draft.txt")
+        if not any(m.content.startswith(IMITATION_MESSAGE) for m in messages):
+            return IMITATED, []
+        return cmd("cp draft.txt done.txt") if "cp draft.txt" not in str(messages) else FINISH
+    r, plain = both(tmp_path, task, policy)
+    assert r["passed"] and not plain["passed"] and plain["stop_reason"] == "no_action"
+    imitated = r["steps"][1]
+    assert (imitated["action"], imitated["reply_fix"], imitated["executed"]) == ("none", "reasked", False)
+    assert imitated["observation"] == f"{IMITATION_MESSAGE}\n{FORMAT_MESSAGE}"
+    # a re-asked reply counts as a repeat: the next call is sampled, not greedy again
+    assert [(s["sampled"], s["temperature"]) for s in r["steps"][:3]] == [(False, 0.0), (False, 0.0), (True, 0.8)]
+    assert r["steps"][2]["seed"] is not None and r["steps"][2]["command"] == "cp draft.txt done.txt"
+
+
+def test_finish_written_as_a_shell_block_finishes_instead_of_running(tmp_path):
+    task = make_task(tmp_path / "tasks", "done", "Create the file done.txt containing the word ok.",
+                     'test "$(cat done.txt)" = ok')
+    policy = lambda messages, _: cmd("echo ok > done.txt") if step_of(messages) == 0 else (FINISH_BLOCK, [])
+    r, plain = both(tmp_path, task, policy)
+    assert r["passed"] and plain["passed"]          # the file was written either way; the attempts differ
+    assert (r["stop_reason"], r["n_steps"], r["n_commands"]) == ("finish", 2, 1)
+    assert (r["steps"][1]["action"], r["steps"][1]["reply_fix"], r["steps"][1]["executed"]) == \
+        ("finish", "repaired", False)
+    assert plain["steps"][1]["command"] == "finish" and plain["steps"][1]["exit_code"] == 127
+    assert plain["stop_reason"] == "max_steps"
 
 
 PROSE = "2. **Run the Tests**: remove the stale output with `rm -f keep.txt` and run `python3 -m pytest -q`."
@@ -193,7 +238,7 @@ def test_a_grounded_run_records_its_config_and_prompt(tmp_path):
     out = run_agent(config, tmp_path / "run",
                     model=ScriptedModel(lambda m, _: cmd("echo ok > done.txt") if step_of(m) == 0 else FINISH))
     meta = json.loads((out / "run.json").read_text())
-    assert meta["prompt_version"] == "terminal-agent-v3-grounded" and meta["config"]["agent"]["grounded"] is True
+    assert meta["prompt_version"] == "terminal-agent-v4-grounded" and meta["config"]["agent"]["grounded"] is True
     assert meta["system_prompt"].endswith("Every reply must contain exactly one tool call.")
 
 

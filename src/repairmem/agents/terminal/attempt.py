@@ -153,6 +153,8 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                     grounded.ran(t, action.command, ws.workdir)
                 continue
             idle += 1
+            if grounded:
+                grounded.reasked()
             step["observation"] = action.problem
             role = config.tool_result_role if action.kind == "invalid" else "user"
             messages.append(Message(role, action.problem))

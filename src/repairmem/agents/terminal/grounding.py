@@ -10,10 +10,14 @@ Repeat guard
     seed from (task, pass, step), temperature rising per further repeat up to a cap (``sampling``).
 
 Replies (``read_reply``)
-    A reply is repaired when that is unambiguous: a tool call written as text, or exactly one
-    fenced shell block. Two or more shell blocks, no call, a bad call, or a command that is not a
-    shell command (``not_a_command``) are not run; the model is re-asked with the exact format
-    (``FORMAT_MESSAGE``). Prose is never executed.
+    A reply is repaired when that is unambiguous: a tool call written as text, exactly one fenced
+    shell block, or ``finish`` written as that block's command (the tool, not a program: run, it
+    is ``command not found``). Two or more shell blocks, no call, a bad call, or a command that is
+    not a shell command (``not_a_command``) are not run; the model is re-asked with the exact
+    format (``FORMAT_MESSAGE``), told when its reply was a tool result of its own making
+    (``<tool_response>``: only the tool writes those). Prose is never executed. A re-asked reply
+    counts as a repeat: greedy decoding answers the re-ask the same way (the 1.5B model wrote the
+    same imitated tool result three times), so the next call is sampled.
 
 Finish check
     The first ``finish`` of a task that declares ``[agent] expects`` is not accepted yet: the
@@ -43,6 +47,9 @@ FORMAT_MESSAGE = ("Reply with exactly one tool call and nothing else, in this ex
                   '<tool_call>\n{"name": "execute_command", "arguments": {"command": "<one bash command>"}}\n'
                   "</tool_call>\nor, when the task is done:\n"
                   '<tool_call>\n{"name": "finish", "arguments": {}}\n</tool_call>')
+
+IMITATION_MESSAGE = ("Your reply was written as a tool result (<tool_response>), so nothing was run: only the "
+                     "tool writes those, after you call it.")
 
 PREVIEW_LINES = 5
 PREVIEW_LINE_CHARS = 200
@@ -107,11 +114,14 @@ def read_reply(result: ChatResult) -> tuple[Action, str]:
     if action.kind == "finish":
         return action, "" if action.source == "tool_call" else "repaired"
     if action.kind != "command":     # no call, or a bad call
-        lead = action.problem if action.kind == "invalid" else "Your reply contained no tool call, so nothing was run."
+        lead = (action.problem if action.kind == "invalid" else IMITATION_MESSAGE if "<tool_response>" in
+                (result.text or "") else "Your reply contained no tool call, so nothing was run.")
         return Action(action.kind, source=action.source, problem=f"{lead}\n{FORMAT_MESSAGE}"), "reasked"
     if action.source == "code_block" and _shell_blocks(result.text or "") > 1:
         return Action("none", source="code_block",
                       problem=f"Your reply had several code blocks, so none was run.\n{FORMAT_MESSAGE}"), "reasked"
+    if repeat_key(action.command) in ("finish", "'finish()'"):   # the finish tool written as a command
+        return Action("finish", source=action.source), "repaired"
     why = not_a_command(action.command)
     if why:
         return Action("invalid", action.command, action.source, f"Not run: {why}.\n{FORMAT_MESSAGE}"), "reasked"
@@ -223,6 +233,11 @@ class GroundedLoop:
             self.repeats += 1
             self.sampling = self.sampling or self.repeats >= self.config.repeats_before_sampling
         return earlier
+
+    def reasked(self) -> None:
+        """A re-asked reply counts as a repeat (module doc, "Replies")."""
+        self.repeats += 1
+        self.sampling = self.sampling or self.repeats >= self.config.repeats_before_sampling
 
     def ran(self, t: int, command: str, workdir: Path) -> None:
         self.executed.append((t, repeat_key(command), workspace_state(workdir)))
