@@ -18,8 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from repairmem.agents.tasks import BUNDLED_SUITES, bundled_tasks_dir, load_tasks
+
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = sorted(p.parent for p in (ROOT / "records").glob("*/run.json"))
+RUNS = sorted(p.parent for p in (ROOT / "records").glob("*/run.json") if (p.parent / "records").is_dir())
+AGENT_RUNS = sorted(p.parent for p in (ROOT / "records").glob("*/attempts.jsonl.gz"))
+# the model's own text in a terminal step: it may write a task's reference commands itself
+MODEL_FIELDS = ("reply", "reasoning", "command", "tool_calls", "reply_fix")
 
 
 def records(run: Path) -> dict[str, list[dict]]:
@@ -28,6 +33,11 @@ def records(run: Path) -> dict[str, list[dict]]:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             out[path.name.removesuffix(".jsonl.gz")] = [json.loads(line) for line in fh if line.strip()]
     return out
+
+
+def attempts(run: Path) -> list[dict]:
+    with gzip.open(run / "attempts.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 def test_there_are_committed_sql_runs():
@@ -67,8 +77,45 @@ def test_committed_records_hold_no_reference_sql(run):
     assert not leaks, f"reference SQL found outside the model's own answers: {leaks[:5]}"
 
 
+@pytest.mark.parametrize("run", AGENT_RUNS, ids=[r.name for r in AGENT_RUNS])
+def test_agent_pass_counts_regenerate_from_the_committed_attempts(run):
+    done = subprocess.run([sys.executable, "-m", "repairmem", "agent", "report", str(run), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (summary,) = json.loads(done.stdout)["runs"]
+    recs = attempts(run)
+    first_pass = {}
+    for r in recs:
+        if r["passed"]:
+            first_pass[r["task_id"]] = min(r["pass"], first_pass.get(r["task_id"], r["pass"]))
+    assert summary["attempts"] == len(recs)
+    assert summary["solved_by_pass"] == [sum(p <= k for p in first_pass.values())
+                                         for k in range(1, len(summary["solved_by_pass"]) + 1)]
+
+
+@pytest.mark.parametrize("run", AGENT_RUNS, ids=[r.name for r in AGENT_RUNS])
+def test_committed_agent_attempts_hold_no_reference_solution(run):
+    solutions = {}
+    for suite in BUNDLED_SUITES:
+        for task in load_tasks(bundled_tasks_dir(suite)):
+            given = task.instruction + "".join(f.read_text(errors="replace") for f in task.path.glob("files/**/*")
+                                               if f.is_file())   # what the agent is shown may repeat
+            lines = [ln.strip() for ln in task.solution_script.read_text().splitlines()]
+            solutions[task.task_id] = [ln for ln in lines if len(ln) >= 30 and not ln.startswith("#")
+                                       and ln not in given]
+    leaks = []
+    for r in attempts(run):           # a step's hint is another task's verified steps, never this task's
+        rest = {k: v for k, v in r.items() if k != "steps"}
+        rest["steps"] = [{k: v for k, v in s.items() if k not in MODEL_FIELDS + ("hint",)} for s in r["steps"]]
+        text = json.dumps(rest, ensure_ascii=False)
+        own = json.dumps([{k: s.get(k) for k in MODEL_FIELDS} for s in r["steps"]], ensure_ascii=False)
+        leaks += [(r["task_id"], r["pass"], line) for line in solutions[r["task_id"]]   # echoed model text is its own
+                  if json.dumps(line)[1:-1] in text and json.dumps(line)[1:-1] not in own]
+    assert not leaks, f"a task's reference solution found outside the model's own text: {leaks[:3]}"
+
+
 DOCS = ROOT / "docs" / "results.md"
-_MARK = re.compile(r"^<!-- regenerate: (repairmem sql report [^;]+); ([^>]+?) -->$")
+_MARK = re.compile(r"^<!-- regenerate: (repairmem (?:sql|agent) report [^;]+); ([^>]+?) -->$")
 
 
 def marked_tables() -> list[tuple[str, str, list[str]]]:
@@ -95,10 +142,11 @@ def test_docs_mark_the_tables_they_regenerate():
 @pytest.mark.parametrize("command", sorted({c for c, _, _ in marked_tables()}))
 def test_docs_tables_regenerate_from_the_committed_records(command, tmp_path):
     argv = shlex.split(command)[1:]
-    done = subprocess.run([sys.executable, "-m", "repairmem", *argv, "--out", str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    sql = argv[0] == "sql"          # `sql report` writes report.md into --out; `agent report` prints it
+    done = subprocess.run([sys.executable, "-m", "repairmem", *argv, *(["--out", str(tmp_path)] if sql else [])],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    report = (tmp_path / "report.md").read_text(encoding="utf-8") if sql else "\n" + done.stdout
     for c, section, table in marked_tables():
         if c != command:
             continue

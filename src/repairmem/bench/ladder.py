@@ -81,12 +81,14 @@ def format_paired(rows: Sequence[dict[str, Any]], baseline: str) -> str:
 def ladder_report_main(paths: Sequence[str], *, baseline: str = "none", resamples: int = 10_000, seed: int = 0,
                        json_out: bool = False) -> int:
     """``repairmem agent report RUN_DIR ...``: the ladder table, per-task outcomes and, when the
-    baseline rung is among the runs, each other rung paired against it (JSON: ``runs``, ``paired``)."""
+    baseline rung is among the runs, each other rung paired against it (JSON: ``runs``, ``paired``).
+    Markdown sections ``## Ladder`` and ``## Paired by task`` are what ``docs/results.md`` marks."""
     summaries = [summarize(d) for p in paths for d in run_dirs(Path(p))]
     paired = (paired_ladder(summaries, baseline=baseline, resamples=resamples, seed=seed)
               if len(summaries) > 1 and any(s["memory"] == baseline for s in summaries) else [])
     if json_out:
         print(printable(json.dumps({"runs": summaries, "paired": paired}, indent=2, ensure_ascii=False)))
     else:
-        print(printable(format_report(summaries) + ("\n\n" + format_paired(paired, baseline) if paired else "")))
+        paired_text = "\n\n## Paired by task\n\n" + format_paired(paired, baseline) if paired else ""
+        print(printable("## Ladder\n\n" + format_report(summaries) + paired_text))
     return 0
