@@ -24,19 +24,18 @@ an ANN index, when one is wanted, is a per-encoder expression index over ``embed
 
 from __future__ import annotations
 
-import json
 import struct
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from ..check import check_int
 from ..errors import InvalidInputError, StoreError
 from ..sqlite_wal import check_writable
-from ..types import COUNTER_NAMES, Counters, Episode, MemoryVariant, Provenance
+from ..types import COUNTER_NAMES, MemoryVariant, Provenance
 from .mirror import paused_gc
+from .sqlbase import SQLStoreBase
 from .sqlite import Embedder, SQLiteMemoryStore, _Mirror, _variant_from_row
 
 try:
@@ -116,8 +115,6 @@ READABLE_FROM = 2   # v3 only adds an index: a read-only open reads a v2 store a
 _VARIANT_COLUMNS = ("v.id, v.kind, v.polarity, v.namespace, v.failure_type, v.failure_subtype, v.root_cause, "
                     "v.question, v.context, v.failure_context, v.before, v.after, v.outcome, v.error, v.signatures, "
                     + ", ".join(f"v.{n}" for n in COUNTER_NAMES))
-_INSERT_EPISODE = ("INSERT INTO episodes (episode_id, variant_id, source_query, source_pos, namespace, method, "
-                   "final_outcome, n_attempts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)")
 
 
 def redact(url: str) -> str:
@@ -162,7 +159,7 @@ def _register_vector(conn) -> None:
     conn.adapters.register_loader(info.oid, VectorLoader)
 
 
-class PostgresMemoryStore:
+class PostgresMemoryStore(SQLStoreBase):
     """``MemoryStore`` on a PostgreSQL database (``postgresql://user@host:port/db``) with pgvector.
 
     Several processes (and hosts) may read and write one store at once. With an ``embedder``,
@@ -274,75 +271,20 @@ class PostgresMemoryStore:
     def schema_version(self) -> int:
         return int(self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
 
-    # -- writes ------------------------------------------------------------------------------
+    # -- writes (shared with SQLite in ``SQLStoreBase``) ----------------------------------------
 
-    def finalize(self, episode: Episode, memory: MemoryVariant | None) -> int | None:
-        if not episode.finalized:
-            raise InvalidInputError(f"episode {episode.episode_id} is not finalized; memory is written only at finalization")
-        if memory is not None:
-            if memory.namespace != episode.namespace:
-                raise InvalidInputError(f"episode {episode.episode_id}: memory namespace {memory.namespace!r} "
-                                        f"differs from the episode's {episode.namespace!r}")
-            memory = memory.with_(provenance=(Provenance(episode.query_id, episode.episode_id, episode.position,
-                                                         episode.method, episode.namespace),),
-                                  counters=Counters())
-        final = episode.attempts[-1].outcome.value if episode.attempts else None
-        with self._write() as db:
-            existing = db.execute("SELECT variant_id, source_query, source_pos FROM episodes WHERE episode_id = %s",
-                                  (episode.episode_id,)).fetchone()
-            if existing is not None:
-                return self._check_refinalize(db, episode, memory, existing)
-            variant_id = None
-            if memory is not None:
-                variant_id, is_new = self._upsert_variant(db, memory)
-                if is_new:
-                    self._store_vectors(db, [(variant_id, memory)])
-            db.execute(_INSERT_EPISODE, (episode.episode_id, variant_id, episode.query_id, episode.position,
-                                         episode.namespace, episode.method, final, len(episode.attempts)))
-        return variant_id
+    PARAM = "%s"
+    INSERT_PATTERN = "INSERT INTO patterns (kind, failure_type, root_cause) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+    BYTE_ORDER = ' COLLATE "C"'
 
-    def _check_refinalize(self, db, episode: Episode, memory: MemoryVariant | None, existing) -> int | None:
-        variant_id, query, pos = existing
-        same_key = None
-        if variant_id is not None:
-            same_key = db.execute("SELECT transition_key FROM variants WHERE id = %s", (variant_id,)).fetchone()[0]
-        if (query, pos) != (episode.query_id, episode.position) or same_key != (memory.transition_key if memory else None):
-            raise StoreError(f"{self.path}: episode {episode.episode_id} was already finalized with different "
-                             "content; episode ids must be unique per store")
-        return variant_id
+    @staticmethod
+    def _insert_id(db, sql: str, params: Sequence) -> int:
+        return db.execute(sql + " RETURNING id", params).fetchone()[0]
 
-    def _upsert_variant(self, db, memory: MemoryVariant) -> tuple[int, bool]:
-        """(variant id, whether it is new): merge into an existing transition or insert a new one."""
-        key = memory.transition_key
-        row = db.execute("SELECT id FROM variants WHERE transition_key = %s", (key,)).fetchone()
-        if row is not None:
-            if any(getattr(memory.counters, n) for n in COUNTER_NAMES):
-                db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + %s" for n in COUNTER_NAMES)
-                           + " WHERE id = %s", [getattr(memory.counters, n) for n in COUNTER_NAMES] + [row[0]])
-            return row[0], False
-        pattern = memory.pattern
-        db.execute("INSERT INTO patterns (kind, failure_type, root_cause) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                   (pattern.kind, pattern.failure_type, pattern.root_cause))
-        pattern_id = db.execute("SELECT id FROM patterns WHERE kind = %s AND failure_type = %s AND root_cause = %s",
-                                (pattern.kind, pattern.failure_type, pattern.root_cause)).fetchone()[0]
-        row = db.execute(
-            "INSERT INTO variants (pattern_id, transition_key, kind, polarity, namespace, failure_type, "
-            "failure_subtype, root_cause, question, context, failure_context, before, after, outcome, error, "
-            "signatures, " + ", ".join(COUNTER_NAMES) + ") VALUES (" + ", ".join(["%s"] * 21) + ") RETURNING id",
-            (pattern_id, key, memory.kind, memory.polarity.value, memory.namespace, memory.failure_type,
-             memory.failure_subtype, memory.root_cause, memory.question, memory.context, memory.failure_context,
-             memory.before, memory.after, memory.outcome.value, memory.error,
-             json.dumps(dict(memory.signatures), sort_keys=True),
-             *(getattr(memory.counters, n) for n in COUNTER_NAMES))).fetchone()
-        return row[0], True
-
-    def _store_vectors(self, db, new: list[tuple[int, MemoryVariant]]) -> None:
-        if self.embedder is None or not new:
-            return
-        matrix = np.asarray(self.embedder.embed([m for _, m in new]), dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[0] != len(new) or not np.isfinite(matrix).all():
-            raise StoreError(f"embedder {self.embedder.name!r} returned an invalid matrix of shape {matrix.shape}")
-        self._put_vectors(db, self.embedder.name, [vid for vid, _ in new], matrix)
+    def _add_counters(self, sql: str, values: Sequence[int], variant_id) -> int:
+        """Without the write lock: the update appends no row the mirror reads, and ``n = n + k`` is atomic."""
+        check_writable(self.read_only, self.path)
+        return self._db.execute(sql, (*values, int(variant_id))).rowcount
 
     @staticmethod
     def _put_vectors(db, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
@@ -375,55 +317,6 @@ class PostgresMemoryStore:
     def variant_ids(self, after: int = 0) -> list[int]:
         """Ids of all variants newer than ``after`` (ids only grow, in commit order), in order."""
         return [r[0] for r in self._db.execute("SELECT id FROM variants WHERE id > %s ORDER BY id", (after,))]
-
-    def import_variants(self, variants: Iterable[MemoryVariant]) -> list[int]:
-        """Store imported variants (with their provenance and counters) all at once or not at all.
-
-        A provenance whose episode id is already stored for the same variant is skipped, so
-        importing the same export twice changes nothing; for a different variant it is a conflict.
-        """
-        ids: list[int] = []
-        fresh: list[tuple[int, MemoryVariant]] = []
-        with self._write() as db:
-            for memory in variants:
-                if not memory.provenance:
-                    raise InvalidInputError("an imported memory needs at least one provenance entry")
-                known = db.execute("SELECT id FROM variants WHERE transition_key = %s",
-                                   (memory.transition_key,)).fetchone()
-                new_prov = []
-                for prov in memory.provenance:
-                    row = db.execute("SELECT variant_id FROM episodes WHERE episode_id = %s",
-                                     (prov.episode_id,)).fetchone()
-                    if row is None:
-                        new_prov.append(prov)
-                    elif known is None or row[0] != known[0]:
-                        raise StoreError(f"{self.path}: episode {prov.episode_id} already contributed another memory")
-                if known is not None and not new_prov:
-                    ids.append(known[0])
-                    continue
-                variant_id, is_new = self._upsert_variant(db, memory)
-                if is_new:
-                    fresh.append((variant_id, memory))
-                for prov in new_prov:
-                    db.execute(_INSERT_EPISODE, (prov.episode_id, variant_id, prov.source_query, prov.source_pos,
-                                                 memory.namespace, prov.method, None, 0))
-                ids.append(variant_id)
-            self._store_vectors(db, fresh)   # one batch, inside the same transaction
-        return ids
-
-    def record_feedback(self, variant_id: int, **increments: int) -> None:
-        unknown = set(increments) - set(COUNTER_NAMES)
-        if unknown:
-            raise InvalidInputError(f"unknown counter(s) {sorted(unknown)}; expected {', '.join(COUNTER_NAMES)}")
-        for name, value in increments.items():
-            check_int(value, f"counter increment {name}", low=0)
-        if not increments:
-            return
-        check_writable(self.read_only, self.path)
-        cur = self._db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + %s" for n in increments)
-                               + " WHERE id = %s", (*increments.values(), int(variant_id)))
-        if cur.rowcount != 1:
-            raise InvalidInputError(f"{self.path}: no memory with id {variant_id}")
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -469,44 +362,10 @@ class PostgresMemoryStore:
     def max_position(self) -> int | None:
         return self._db.execute("SELECT max(source_pos) FROM episodes").fetchone()[0]
 
-    def stats(self) -> dict:
-        db = self._db
-
-        def grouped(column: str) -> dict[str, int]:
-            return {k: n for k, n in db.execute(
-                f"SELECT {column}, count(*) FROM variants GROUP BY 1 ORDER BY {column} COLLATE \"C\"")}
-
-        episodes, with_memory, max_pos = db.execute(
-            "SELECT count(*), count(variant_id), max(source_pos) FROM episodes").fetchone()
-        return {
-            "path": self.path,
-            "schema_version": self.schema_version,
-            "variants": len(self),
-            "patterns": db.execute("SELECT count(*) FROM patterns").fetchone()[0],
-            "episodes": episodes,
-            "episodes_with_memory": with_memory,
-            "max_source_pos": max_pos,
-            "by_polarity": {("positive" if k == "+" else "negative"): n for k, n in grouped("polarity").items()},
-            "by_kind": grouped("kind"),
-            "by_failure_type": grouped("failure_type"),
-            "by_namespace": grouped("namespace"),
-            "merged_variants": db.execute(
-                "SELECT count(*) FROM (SELECT variant_id FROM episodes WHERE variant_id IS NOT NULL "
-                "GROUP BY variant_id HAVING count(*) > 1) AS merged").fetchone()[0],
-        }
-
     def integrity_problems(self) -> list[str]:
         """What would make this store inconsistent; empty when it is sound."""
         db = self._db
-        problems = []
-        orphans = db.execute("SELECT count(*) FROM variants v WHERE NOT EXISTS "
-                             "(SELECT 1 FROM episodes e WHERE e.variant_id = v.id)").fetchone()[0]
-        if orphans:
-            problems.append(f"{orphans} variant(s) without any provenance episode")
-        dangling = db.execute("SELECT count(*) FROM episodes e WHERE e.variant_id IS NOT NULL AND NOT EXISTS "
-                              "(SELECT 1 FROM variants v WHERE v.id = e.variant_id)").fetchone()[0]
-        if dangling:
-            problems.append(f"{dangling} episode(s) pointing at a missing variant")
+        problems = self._link_problems()
         mixed = [r[0] for r in db.execute("SELECT encoder FROM embeddings GROUP BY encoder "
                                           "HAVING count(DISTINCT dim) > 1 ORDER BY 1")]
         if mixed:

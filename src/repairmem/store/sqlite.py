@@ -14,12 +14,11 @@ keeps a candidate query at 100k memories to a few vector operations instead of a
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -29,11 +28,10 @@ from ..sqlite_wal import (
     check_ours, check_writable, connect_wal, prepare_or_close, require_tables, sqlite_errors, stored_schema_version,
     write_transaction,
 )
-from ..types import (
-    COUNTER_NAMES, Counters, Episode, MemoryVariant, Outcome, Polarity, Provenance, Scope,
-)
+from ..types import COUNTER_NAMES, Counters, MemoryVariant, Outcome, Polarity, Provenance, Scope
 from .mirror import Mirror as _Mirror
 from .mirror import paused_gc
+from .sqlbase import Embedder, SQLStoreBase
 
 APPLICATION_ID = 0x52504D4D  # "RPMM": marks a file as a repairmem store
 
@@ -108,15 +106,7 @@ _VARIANT_COLUMNS = ("id, kind, polarity, namespace, failure_type, failure_subtyp
                     + ", ".join(COUNTER_NAMES))
 
 
-class Embedder(Protocol):
-    """Turns memories into vectors; the store calls it inside the write transaction of new variants."""
-
-    name: str
-
-    def embed(self, memories: Sequence[MemoryVariant]) -> np.ndarray: ...
-
-
-class SQLiteMemoryStore:
+class SQLiteMemoryStore(SQLStoreBase):
     """Embedded ``MemoryStore`` backed by one SQLite file (``":memory:"`` for a throwaway store).
 
     With an ``embedder``, every new variant is embedded once, when written, and its vector is
@@ -197,78 +187,22 @@ class SQLiteMemoryStore:
     def schema_version(self) -> int:
         return stored_schema_version(self._db, self.path, _WHAT)
 
-    # -- writes ------------------------------------------------------------------------------
+    # -- writes (shared with PostgreSQL in ``SQLStoreBase``; SQLite's errors become StoreError) ----
 
-    @_guarded
-    def finalize(self, episode: Episode, memory: MemoryVariant | None) -> int | None:
-        if not episode.finalized:
-            raise InvalidInputError(f"episode {episode.episode_id} is not finalized; memory is written only at finalization")
-        if memory is not None:
-            if memory.namespace != episode.namespace:
-                raise InvalidInputError(f"episode {episode.episode_id}: memory namespace {memory.namespace!r} "
-                                        f"differs from the episode's {episode.namespace!r}")
-            memory = memory.with_(provenance=(Provenance(episode.query_id, episode.episode_id, episode.position,
-                                                         episode.method, episode.namespace),),
-                                  counters=Counters())
-        final = episode.attempts[-1].outcome.value if episode.attempts else None
+    PARAM = "?"
+    INSERT_PATTERN = "INSERT OR IGNORE INTO patterns (kind, failure_type, root_cause) VALUES (?, ?, ?)"
+    finalize = _guarded(SQLStoreBase.finalize)
+    import_variants = _guarded(SQLStoreBase.import_variants)
+    record_feedback = _guarded(SQLStoreBase.record_feedback)
+    stats = _guarded(SQLStoreBase.stats)
+
+    @staticmethod
+    def _insert_id(db, sql: str, params: Sequence) -> int:
+        return db.execute(sql, params).lastrowid
+
+    def _add_counters(self, sql: str, values: Sequence[int], variant_id) -> int:
         with self._write() as db:
-            existing = db.execute("SELECT variant_id, source_query, source_pos FROM episodes WHERE episode_id = ?",
-                                  (episode.episode_id,)).fetchone()
-            if existing is not None:
-                return self._check_refinalize(db, episode, memory, existing)
-            variant_id = None
-            if memory is not None:
-                variant_id, is_new = self._upsert_variant(db, memory)
-                if is_new:
-                    self._store_vectors(db, [(variant_id, memory)])
-            db.execute("INSERT INTO episodes (episode_id, variant_id, source_query, source_pos, namespace, method, "
-                       "final_outcome, n_attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       (episode.episode_id, variant_id, episode.query_id, episode.position, episode.namespace,
-                        episode.method, final, len(episode.attempts)))
-        return variant_id
-
-    def _check_refinalize(self, db, episode: Episode, memory: MemoryVariant | None, existing) -> int | None:
-        variant_id, query, pos = existing
-        same_key = None
-        if variant_id is not None:
-            same_key = db.execute("SELECT transition_key FROM variants WHERE id = ?", (variant_id,)).fetchone()[0]
-        if (query, pos) != (episode.query_id, episode.position) or same_key != (memory.transition_key if memory else None):
-            raise StoreError(f"{self.path}: episode {episode.episode_id} was already finalized with different "
-                             "content; episode ids must be unique per store")
-        return variant_id
-
-    def _upsert_variant(self, db, memory: MemoryVariant) -> tuple[int, bool]:
-        """(variant id, whether it is new): merge into an existing transition or insert a new one."""
-        key = memory.transition_key
-        row = db.execute("SELECT id FROM variants WHERE transition_key = ?", (key,)).fetchone()
-        if row is not None:
-            if any(getattr(memory.counters, n) for n in COUNTER_NAMES):
-                db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + ?" for n in COUNTER_NAMES)
-                           + " WHERE id = ?", [getattr(memory.counters, n) for n in COUNTER_NAMES] + [row[0]])
-            return row[0], False
-        pattern = memory.pattern
-        db.execute("INSERT OR IGNORE INTO patterns (kind, failure_type, root_cause) VALUES (?, ?, ?)",
-                   (pattern.kind, pattern.failure_type, pattern.root_cause))
-        pattern_id = db.execute("SELECT id FROM patterns WHERE kind = ? AND failure_type = ? AND root_cause = ?",
-                                (pattern.kind, pattern.failure_type, pattern.root_cause)).fetchone()[0]
-        cur = db.execute(
-            "INSERT INTO variants (pattern_id, transition_key, kind, polarity, namespace, failure_type, "
-            "failure_subtype, root_cause, question, context, failure_context, before, after, outcome, error, "
-            "signatures, " + ", ".join(COUNTER_NAMES) + ") VALUES (" + ", ".join("?" * 21) + ")",
-            (pattern_id, key, memory.kind, memory.polarity.value, memory.namespace, memory.failure_type,
-             memory.failure_subtype, memory.root_cause, memory.question, memory.context, memory.failure_context,
-             memory.before, memory.after, memory.outcome.value, memory.error,
-             json.dumps(dict(memory.signatures), sort_keys=True),
-             *(getattr(memory.counters, n) for n in COUNTER_NAMES)))
-        return cur.lastrowid, True
-
-    def _store_vectors(self, db, new: list[tuple[int, MemoryVariant]]) -> None:
-        if self.embedder is None or not new:
-            return
-        matrix = np.asarray(self.embedder.embed([m for _, m in new]), dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[0] != len(new) or not np.isfinite(matrix).all():
-            raise StoreError(f"embedder {self.embedder.name!r} returned an invalid matrix of shape {matrix.shape}")
-        self._put_vectors(db, self.embedder.name, [vid for vid, _ in new], matrix)
+            return db.execute(sql, (*values, variant_id)).rowcount
 
     @staticmethod
     def _put_vectors(db, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
@@ -312,43 +246,6 @@ class SQLiteMemoryStore:
         return [r[0] for r in self._rows("variants", (int,), self._db.execute(
             "SELECT id FROM variants WHERE id > ? ORDER BY id", (after,)))]
 
-    @_guarded
-    def import_variants(self, variants: Iterable[MemoryVariant]) -> list[int]:
-        """Store imported variants (with their provenance and counters) all at once or not at all.
-
-        A provenance whose episode id is already stored for the same variant is skipped, so
-        importing the same export twice changes nothing; for a different variant it is a conflict.
-        """
-        ids: list[int] = []
-        fresh: list[tuple[int, MemoryVariant]] = []
-        with self._write() as db:
-            for memory in variants:
-                if not memory.provenance:
-                    raise InvalidInputError("an imported memory needs at least one provenance entry")
-                key = memory.transition_key
-                known = db.execute("SELECT id FROM variants WHERE transition_key = ?", (key,)).fetchone()
-                new_prov = []
-                for prov in memory.provenance:
-                    row = db.execute("SELECT variant_id FROM episodes WHERE episode_id = ?", (prov.episode_id,)).fetchone()
-                    if row is None:
-                        new_prov.append(prov)
-                    elif known is None or row[0] != known[0]:
-                        raise StoreError(f"{self.path}: episode {prov.episode_id} already contributed another memory")
-                if known is not None and not new_prov:
-                    ids.append(known[0])
-                    continue
-                variant_id, is_new = self._upsert_variant(db, memory)
-                if is_new:
-                    fresh.append((variant_id, memory))
-                for prov in new_prov:
-                    db.execute("INSERT INTO episodes (episode_id, variant_id, source_query, source_pos, namespace, "
-                               "method, final_outcome, n_attempts) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
-                               (prov.episode_id, variant_id, prov.source_query, prov.source_pos,
-                                memory.namespace, prov.method, None))
-                ids.append(variant_id)
-            self._store_vectors(db, fresh)   # one batch, inside the same transaction
-        return ids
-
     def _rows(self, table: str, types: tuple, rows: Iterable[tuple]) -> list[tuple]:
         """``rows`` read from ``table``, each value of its column's type in ``types``: SQLite keeps any
         value in any column, and only damage puts another there (``StoreError``)."""
@@ -359,21 +256,6 @@ class SQLiteMemoryStore:
                     raise StoreError(f"{self.path}: a row of {table} holds {type(value).__name__} {str(value)[:40]!r} "
                                      "where another type belongs: the file is damaged; restore it from a backup")
         return rows
-
-    @_guarded
-    def record_feedback(self, variant_id: int, **increments: int) -> None:
-        unknown = set(increments) - set(COUNTER_NAMES)
-        if unknown:
-            raise InvalidInputError(f"unknown counter(s) {sorted(unknown)}; expected {', '.join(COUNTER_NAMES)}")
-        for name, value in increments.items():
-            check_int(value, f"counter increment {name}", low=0)
-        if not increments:
-            return
-        with self._write() as db:
-            cur = db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + ?" for n in increments)
-                             + " WHERE id = ?", (*increments.values(), variant_id))
-            if cur.rowcount != 1:
-                raise InvalidInputError(f"{self.path}: no memory with id {variant_id}")
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -484,44 +366,10 @@ class SQLiteMemoryStore:
         return self._db.execute("SELECT max(source_pos) FROM episodes").fetchone()[0]
 
     @_guarded
-    def stats(self) -> dict:
-        db = self._db
-
-        def grouped(column: str) -> dict[str, int]:
-            return {k: n for k, n in db.execute(f"SELECT {column}, count(*) FROM variants GROUP BY 1 ORDER BY 1")}
-
-        episodes, with_memory, max_pos = db.execute(
-            "SELECT count(*), count(variant_id), max(source_pos) FROM episodes").fetchone()
-        return {
-            "path": self.path,
-            "schema_version": self.schema_version,
-            "variants": len(self),
-            "patterns": db.execute("SELECT count(*) FROM patterns").fetchone()[0],
-            "episodes": episodes,
-            "episodes_with_memory": with_memory,
-            "max_source_pos": max_pos,
-            "by_polarity": {("positive" if k == "+" else "negative"): n for k, n in grouped("polarity").items()},
-            "by_kind": grouped("kind"),
-            "by_failure_type": grouped("failure_type"),
-            "by_namespace": grouped("namespace"),
-            "merged_variants": db.execute(
-                "SELECT count(*) FROM (SELECT variant_id FROM episodes WHERE variant_id IS NOT NULL "
-                "GROUP BY variant_id HAVING count(*) > 1)").fetchone()[0],
-        }
-
-    @_guarded
     def integrity_problems(self) -> list[str]:
         """What would make this store inconsistent; empty when it is sound (used after crashes)."""
         problems = [r[0] for r in self._db.execute("PRAGMA integrity_check") if r[0] != "ok"]
-        orphans = self._db.execute("SELECT count(*) FROM variants v WHERE NOT EXISTS "
-                                   "(SELECT 1 FROM episodes e WHERE e.variant_id = v.id)").fetchone()[0]
-        if orphans:
-            problems.append(f"{orphans} variant(s) without any provenance episode")
-        dangling = self._db.execute("SELECT count(*) FROM episodes e WHERE e.variant_id IS NOT NULL AND NOT EXISTS "
-                                    "(SELECT 1 FROM variants v WHERE v.id = e.variant_id)").fetchone()[0]
-        if dangling:
-            problems.append(f"{dangling} episode(s) pointing at a missing variant")
-        return problems
+        return problems + self._link_problems()
 
 
 def _variant_from_row(row, provenance: Sequence, *, where: str = "store") -> MemoryVariant:
