@@ -149,3 +149,143 @@ def test_two_pools_ranked_on_two_threads_equal_one_thread(tmp_path, monkeypatch)
     assert answers["one thread"] == answers["two threads"] and stats["one thread"] == stats["two threads"] > 0
     assert index_module._blas_users == 0      # every BLAS thread setting was restored
     store.close()
+
+
+def test_overlapping_blas_sections_give_each_thread_back_its_openmp_setting():
+    """FAISS's OpenBLAS is OpenMP-threaded: setting its threads sets the calling thread's OpenMP
+    ``nthreads`` (an OpenMP setting is per thread). The first thread in sets it, the last one out
+    restores it; when the two are different threads, the first one's OpenMP threads stayed at 1."""
+    import threading
+
+    import faiss
+
+    from repairmem.retrieval import index as index_module
+    before = faiss.omp_get_max_threads()
+    worker_after = []
+    inside, main_left = threading.Event(), threading.Event()
+
+    def worker():
+        faiss.omp_set_num_threads(2)
+        with index_module._one_blas_thread():
+            inside.set()
+            main_left.wait(10)
+        worker_after.append(faiss.omp_get_max_threads())
+
+    try:
+        faiss.omp_set_num_threads(2)
+        thread = threading.Thread(target=worker)
+        with index_module._one_blas_thread():   # the caller's pool enters first ...
+            thread.start()
+            assert inside.wait(10)
+        main_left.set()                          # ... and leaves first, the worker's pool last
+        thread.join(10)
+        assert index_module._blas_users == 0
+        assert (faiss.omp_get_max_threads(), worker_after) == (2, [2])
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
+def test_retrieve_does_not_return_while_the_worker_still_ranks(tmp_path, monkeypatch):
+    """When ranking the first pool raises (KeyboardInterrupt, MemoryError, ...), the second pool's
+    worker must be done before ``retrieve`` raises: the caller may go on to sync the index, close it,
+    or rank again while a forgotten worker still reads the index's blocks."""
+    import threading
+
+    from repairmem.retrieval import hybrid
+    rng = np.random.default_rng(2)
+    store, index = build(tmp_path / "m.db", [memory(i, rng) for i in range(80)], HashingEncoder(dim=16), min_rows=16)
+    monkeypatch.setattr(hybrid, "PARALLEL_MIN", 1)
+    started, done = threading.Event(), threading.Event()
+    main = threading.current_thread()
+    rank = hybrid._rank
+
+    def hooked(*args):
+        if threading.current_thread() is main:
+            assert started.wait(10)
+            threading.Timer(0.3, release.set).start()
+            raise KeyboardInterrupt
+        started.set()
+        release.wait(10)
+        try:
+            return rank(*args)
+        finally:
+            done.set()
+
+    release = threading.Event()
+    monkeypatch.setattr(hybrid, "_rank", hooked)
+    with pytest.raises(KeyboardInterrupt):
+        retrieve(index, probe(rng))
+    finished = done.is_set()
+    release.set()
+    done.wait(10)
+    assert finished, "retrieve raised while its worker was still ranking the second pool"
+    store.close()
+
+
+_CHILD = """
+import os, sys, threading
+import numpy as np
+from repairmem.retrieval import hybrid
+from repairmem.retrieval.encoders import HashingEncoder
+from repairmem.retrieval.index import MemoryIndex
+from repairmem.store import open_store
+from tests.unit.test_fast_recall import build, memory, probe
+
+path, case = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(4)
+store, index = build(path, [memory(i, rng) for i in range(60)], HashingEncoder(dim=16), min_rows=16)
+hybrid.PARALLEL_MIN = 1
+query = probe(rng)
+expected = hybrid.retrieve(index, query).ids      # the worker thread exists from here on
+store.close()
+
+
+def recall(out):
+    try:
+        with open_store(path, read_only=True) as own:   # a process's or thread's own store and index
+            out.append(hybrid.retrieve(MemoryIndex(own, HashingEncoder(dim=16), persist=False), query).ids)
+    except Exception as exc:
+        out.append(repr(exc))
+
+
+if case == "fork":     # e.g. a multiprocessing worker (fork is Linux's default start method)
+    pid = os.fork()
+    if pid == 0:
+        out = []
+        thread = threading.Thread(target=recall, args=(out,), daemon=True)
+        thread.start()
+        thread.join(20)
+        print("child", out or "hung", flush=True)
+        os._exit(0 if out == [expected] else 1)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    print("forked child exit", code, flush=True)
+    sys.exit(code)
+else:                  # a non-daemon thread still recalling after the main thread's code has ended
+    main_done = threading.Event()
+
+    def serve():
+        main_done.wait()
+        out = []
+        recall(out)
+        print("served", out, flush=True)
+        if out != [expected]:
+            os._exit(1)
+    threading.Thread(target=serve).start()
+    main_done.set()
+"""
+
+
+@pytest.mark.parametrize("case", ["fork", "after the main thread"])
+def test_two_pools_rank_in_a_forked_child_and_after_the_main_thread_ended(tmp_path, case):
+    """The ranking thread pool is a module global: a forked child inherited it without its thread
+    (its first two-pool recall waited forever), and once the interpreter began shutting down (the
+    main thread's code ended, other threads still serving) ``submit`` raised RuntimeError."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root / 'src'}:{root}"}
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "m.db"), case.split()[0]], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -20,7 +20,9 @@ implementation scores each pool on its own.
 from __future__ import annotations
 
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -197,13 +199,39 @@ def _random_pick(pool: np.ndarray, query: RetrievalQuery, config: RetrievalConfi
 
 PARALLEL_MIN = 4096   # two pools at least this large are ranked on two threads (FAISS and numpy release the GIL)
 _pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 
 
 def _ranker() -> ThreadPoolExecutor:
     global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repairmem-rank")
-    return _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repairmem-rank")
+        return _pool
+
+
+def _forget_ranker() -> None:
+    """In a forked child: the parent's executor came along without its thread (work sent to it never runs)."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_ranker)
+
+
+def _side_by_side(rank, first: tuple, second: tuple) -> list | None:
+    """[rank(*first), rank(*second)], the second on the worker thread; None when no thread can be had."""
+    try:
+        other = _ranker().submit(rank, *second)
+    except RuntimeError:   # the interpreter is shutting down (threads still serving): no new work for a pool
+        return None
+    try:
+        return [rank(*first), other.result()]
+    except BaseException:  # an error here, or an interrupt while waiting: the worker must be done too
+        other.cancel()
+        wait([other])      # never leave the worker inside the index once this call is over
+        raise
 
 
 def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig = MERIT, *,
@@ -238,10 +266,10 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         return _rank(index, pool, query, query_vector, config, max(k, explain_top), bonus)
 
     jobs = [(label, k, pool, bonus) for label, k, _, _, pool, _, bonus in selected]
+    ranked_pools = None
     if len(jobs) == 2 and min(len(job[2]) for job in jobs) >= PARALLEL_MIN:   # the two pools side by side
-        other = _ranker().submit(rank, *jobs[1])
-        ranked_pools = [rank(*jobs[0]), other.result()]
-    else:
+        ranked_pools = _side_by_side(rank, *jobs)
+    if ranked_pools is None:
         ranked_pools = [rank(*job) for job in jobs]
     found: dict[str, list] = {}
     pools: list[PoolExplanation] = []

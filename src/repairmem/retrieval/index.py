@@ -35,6 +35,7 @@ from .texts import bm25_text, dense_text
 _SYNC_CHUNK = 2000
 _SAVE_MIN = 1000    # save a new generation once this many memories (and >= 1 %) are not in the saved one
 _blas = None
+_omp: list = []
 _blas_lock = threading.Lock()
 _blas_users = 0
 _blas_before: list[int] = []
@@ -48,12 +49,17 @@ def _one_blas_thread():
     wake-up latency, and under load (llama.cpp on the other core) it made a 5k x 384 product 60x
     slower here (8 ms instead of 0.12 ms). Set while any thread is inside, restored when the last
     one leaves (the two pools are ranked on two threads): other numpy work keeps its threads.
+    An OpenMP-threaded OpenBLAS (FAISS's) also sets the OpenMP threads of the thread that sets
+    it, which OpenMP keeps per thread: each thread gets its own OpenMP setting back as it leaves.
     """
-    global _blas, _blas_users, _blas_before
+    global _blas, _omp, _blas_users, _blas_before
     with _blas_lock:
         if _blas is None:
             from threadpoolctl import ThreadpoolController
-            _blas = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+            controllers = ThreadpoolController().lib_controllers
+            _omp = [c for c in controllers if c.user_api == "openmp"]
+            _blas = [c for c in controllers if c.user_api == "blas"]
+        mine = [c.num_threads for c in _omp]
         if _blas_users == 0:
             _blas_before = [c.num_threads for c in _blas]
             for c in _blas:
@@ -67,6 +73,8 @@ def _one_blas_thread():
             if _blas_users == 0:
                 for c, n in zip(_blas, _blas_before):
                     c.set_num_threads(n)
+            for c, n in zip(_omp, mine):
+                c.set_num_threads(n)
 
 
 @dataclass
