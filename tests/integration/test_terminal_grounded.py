@@ -7,6 +7,7 @@ policy also runs ungrounded, where the task fails: the grounding is what makes i
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from repairmem.agents.terminal import AgentConfig, AgentRunConfig, agent_run_main, run_agent
@@ -66,7 +67,7 @@ def test_the_same_command_three_times_is_run_once_then_sampled_at_a_rising_tempe
     assert [(s["sampled"], s["temperature"]) for s in steps] == [(False, 0.0), (False, 0.0), (True, 0.8),
                                                                   (True, 1.0), (True, 1.0)]
     assert all(s["seed"] is not None for s in steps[2:]) and len({s["seed"] for s in steps[2:]}) == 3
-    assert r["prompt_version"] == "terminal-agent-v4-grounded" and plain["prompt_version"] == "terminal-agent-v2"
+    assert r["prompt_version"] == "terminal-agent-v5-grounded" and plain["prompt_version"] == "terminal-agent-v2"
     assert "repeat_of" not in plain["steps"][0] and "grounded" not in UNGROUNDED.to_dict()
 
 
@@ -238,7 +239,7 @@ def test_a_grounded_run_records_its_config_and_prompt(tmp_path):
     out = run_agent(config, tmp_path / "run",
                     model=ScriptedModel(lambda m, _: cmd("echo ok > done.txt") if step_of(m) == 0 else FINISH))
     meta = json.loads((out / "run.json").read_text())
-    assert meta["prompt_version"] == "terminal-agent-v4-grounded" and meta["config"]["agent"]["grounded"] is True
+    assert meta["prompt_version"] == "terminal-agent-v5-grounded" and meta["config"]["agent"]["grounded"] is True
     assert meta["system_prompt"].endswith("Every reply must contain exactly one tool call.")
 
 
@@ -256,3 +257,83 @@ def test_the_cli_runs_the_grounded_loop(tmp_path):
     meta = json.loads((tmp_path / "cli" / "run.json").read_text())
     assert meta["config"]["agent"]["grounded"] is True
     assert json.loads((tmp_path / "cli" / "attempts.jsonl").read_text().splitlines()[0])["passed"]
+
+
+# Verbatim from the 1.5B seed run (records/agent15-none, config-fix-ini-section, pass 1, step 3): the
+# right file, shown in a fenced block and never written (the loop offered only execute_command then).
+INI_REPLY = ("To fix the `config/app.ini` file to print \"listening on 127.0.0.1:8080\", you need to add a server "
+             "section with host and port parameters to the file. Here's the updated `config/app.ini` file:\n\n"
+             "```ini\n[server]\nhost = 127.0.0.1\nport = 8080\n```\n\nSave the changes and run the command again.")
+INI = "[server]\nhost = 127.0.0.1\nport = 8080\n"
+APP = "import configparser; c = configparser.ConfigParser(); c.read('config/app.ini'); " \
+      "print('listening on %s:%s' % (c.get('server', 'host'), c.get('server', 'port')))"
+
+
+def write(path: str, content: str, text: str = "") -> tuple:
+    return text, [ToolCall("call_0", "write_file", json.dumps({"path": path, "content": content}))]
+
+
+def ini_task(tmp_path: Path) -> Path:
+    return make_task(tmp_path / "tasks", "ini", "`python3 app.py` fails. Fix `config/app.ini` so that it prints "
+                     "`listening on 127.0.0.1:8080`.", 'test "$(python3 app.py)" = "listening on 127.0.0.1:8080"',
+                     setup=f"mkdir config && printf '[app]\\ndebug = 1\\n' > config/app.ini && echo \"{APP}\" > app.py")
+
+
+def test_write_file_writes_the_content_exactly_and_a_same_write_is_a_repeat(tmp_path):
+    task = ini_task(tmp_path)
+    odd = "it's $HOME, `date`, \\n and no newline at the end"
+
+    def policy(messages, _):
+        t = step_of(messages)
+        return {0: write("config/app.ini", INI), 1: write("config/app.ini", INI),
+                2: write("notes/deep/odd.txt", odd)}.get(t, FINISH)
+    r, plain = both(tmp_path, task, policy)
+    assert r["passed"] and not plain["passed"]
+    assert plain["steps"][0]["action"] == "invalid" and "Unknown tool 'write_file'" in plain["steps"][0]["observation"]
+    steps = r["steps"]
+    assert [(s["action"], s["repeat_of"], s["executed"], s["reply_fix"]) for s in steps[:3]] == \
+        [("command", None, True, ""), ("command", 0, False, ""), ("command", None, True, "")]
+    assert steps[0]["observation"] == f"exit code: 0\nwrote {len(INI)} bytes to config/app.ini\n"
+    assert steps[2]["observation"] == f"exit code: 0\nwrote {len(odd.encode())} bytes to notes/deep/odd.txt\n"
+    work = tmp_path / "work"       # the exact bytes: the recorded command run again in a folder of our own
+    work.mkdir()
+    subprocess.run(["bash", "-c", steps[2]["command"]], cwd=work, check=True, capture_output=True)
+    assert (work / "notes/deep/odd.txt").read_text() == odd
+
+
+def test_write_file_written_as_text_is_repaired_and_bad_arguments_are_re_asked(tmp_path):
+    task = ini_task(tmp_path)
+    as_text = ('<tool_call>\n{"name": "write_file", "arguments": {"path": "config/app.ini", "content": "'
+               + INI + '"}}\n</tool_call>')     # raw newlines inside the string, as small models write
+
+    def policy(messages, _):
+        t = step_of(messages)
+        if t == 0:
+            return INI_REPLY, []
+        if t == 1:
+            return write("", INI)
+        return (as_text, []) if t == 2 else FINISH
+    r, _ = both(tmp_path, task, policy)
+    assert r["passed"]
+    assert [(s["action"], s["reply_fix"]) for s in r["steps"]] == \
+        [("none", "reasked"), ("invalid", "reasked"), ("command", "repaired"), ("finish", "")]
+    assert r["steps"][1]["observation"].startswith("write_file needs two string arguments")
+    assert '"name": "write_file"' in FORMAT_MESSAGE
+
+
+def test_an_empty_sampled_reply_is_drawn_again_but_a_greedy_one_is_re_asked(tmp_path):
+    task = make_task(tmp_path / "tasks", "done", "Create done.txt containing ok.", 'test "$(cat done.txt)" = ok')
+    seen: dict[int, int] = {}
+
+    def policy(messages, _):    # empty at greedy step 0; at sampled step 1 empty once, then the command
+        t = step_of(messages)
+        seen[t] = seen.get(t, 0) + 1
+        if t == 0 or (t == 1 and seen[t] == 1):
+            return "", []
+        return cmd("echo ok > done.txt") if t == 1 else FINISH
+    scripted = ScriptedModel(policy)
+    r = attempt(task, scripted, config=GROUNDED)
+    assert r["passed"]
+    assert [(s["action"], s["redraws"], s["sampled"]) for s in r["steps"]] == \
+        [("none", 0, False), ("command", 1, True), ("finish", 0, True)]
+    assert r["usage"]["calls"] == 4 and len(scripted.requests) == 4

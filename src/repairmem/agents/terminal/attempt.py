@@ -16,7 +16,8 @@ Grounded attempts (``AgentConfig.grounded``; ``grounding`` module doc)
     ``finish`` of a task with expected files is answered with those files' first lines. Each step
     of such an attempt records ``repeat_of`` (the 0-based step it repeats, not run), ``executed``,
     ``sampled`` (with ``temperature``/``seed``), ``reply_fix`` ('' | repaired | reasked) and
-    ``finish_refused`` (with ``missing``); ungrounded records have none of these keys.
+    ``finish_refused`` (with ``missing``) and ``redraws`` (empty sampled replies drawn again); ungrounded
+    records have none of these keys. Grounded attempts also offer ``write_file`` (``GROUNDED_TOOLS``).
 """
 
 from __future__ import annotations
@@ -34,12 +35,17 @@ from ..workspace import Workspace
 from .actions import SYSTEM_PROMPT, TOOLS, assistant_turn, parse_action, reasoning_text, render_observation
 from .config import LADDER, AgentConfig, MemorySetting
 from .experience import Experience, render_hint_body
-from .grounding import GROUNDED_SYSTEM_PROMPT, GroundedLoop, read_reply, repeat_message
+from .grounding import (EMPTY_REDRAWS, GROUNDED_SYSTEM_PROMPT, GROUNDED_TOOLS, GroundedLoop, read_reply,
+                        repeat_message)
 from .hints import Hint, allow_hint, build_query, hint_due, hint_message
 
 
 def _usage_dict(result: ChatResult) -> dict[str, int]:
     return result.usage.to_dict()
+
+
+def _empty(result: ChatResult) -> bool:
+    return not (result.text or "").strip() and not result.tool_calls
 
 
 def decoding_for(config: AgentConfig, task_id: str, attempt_pass: int, t: int) -> GenerationConfig:
@@ -70,6 +76,14 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
     totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
     stop_reason, error, idle, last_reasoning = "max_steps", "", 0, ""
     hints_shown = hints_vetoed = 0
+    tools = list(GROUNDED_TOOLS if grounded else TOOLS)
+
+    def count(result: ChatResult) -> ChatResult:
+        usage = _usage_dict(result)
+        totals["calls"] += 1
+        for key in ("prompt_tokens", "completion_tokens", "cached_prompt_tokens"):
+            totals[key] += usage[key]
+        return result
     due_hints: list = []          # (Found, shown) of a gated experience, rewarded once verified
     with Workspace(task, keep=keep_workspace, sandbox=sandbox) as ws:
         for t in range(config.max_steps):
@@ -99,20 +113,22 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                     else:
                         hints_shown += 1
                         call_messages = [*messages, Message("user", hint.text)]
+            redraws = 0
             try:
                 decoding = decoding_for(config, task.task_id, attempt_pass, t)
                 if grounded:
                     decoding = grounded.decoding(decoding, t)
-                result = model.chat(call_messages, decoding, tools=list(TOOLS))
+                result = count(model.chat(call_messages, decoding, tools=tools))
+                while grounded and _empty(result) and decoding.temperature > 0 and redraws < EMPTY_REDRAWS:
+                    redraws += 1        # grounding module doc, "Empty replies"
+                    decoding = replace(decoding, seed=((decoding.seed or 0) + 1_000_003) % 2 ** 31)
+                    result = count(model.chat(call_messages, decoding, tools=tools))
             except ReplayMissError:
                 raise
             except (LLMError, InvalidInputError) as exc:
                 stop_reason, error = "model_error", f"{type(exc).__name__}: {exc}"
                 break
             usage = _usage_dict(result)
-            totals["calls"] += 1
-            for key in ("prompt_tokens", "completion_tokens", "cached_prompt_tokens"):
-                totals[key] += usage[key]
             action, reply_fix = read_reply(result) if grounded else (parse_action(result), "")
             reasoning = reasoning_text(result.text)
             step: dict[str, Any] = {
@@ -122,7 +138,7 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                 "finish_reason": result.finish_reason, "temperature": decoding.temperature, "seed": decoding.seed}
             if grounded:
                 step.update(repeat_of=None, executed=False, sampled=grounded.sampling, reply_fix=reply_fix,
-                            finish_refused=False)
+                            finish_refused=False, redraws=redraws)
             messages.append(Message("assistant", assistant_turn(result, action)))
             steps.append(step)
             last_reasoning = reasoning

@@ -35,7 +35,7 @@ from ...llm.protocol import GenerationConfig
 from ..sampling import check_repeat_sampling
 
 PROMPT_VERSION = "terminal-agent-v2"
-GROUNDED_PROMPT_VERSION = "terminal-agent-v4-grounded"   # only grounded attempts: ungrounded records stay valid
+GROUNDED_PROMPT_VERSION = "terminal-agent-v5-grounded"   # only grounded attempts: ungrounded records stay valid
 
 REPRESENTATIONS = {"full_step": "full step", "window": "local window", "compact": "compact hint"}
 SCHEDULES = {"every_step": "every step", "on_reasoning": "on reasoning", "sparse": "every 3rd step"}

@@ -19,6 +19,19 @@ Replies (``read_reply``)
     counts as a repeat: greedy decoding answers the re-ask the same way (the 1.5B model wrote the
     same imitated tool result three times), so the next call is sampled.
 
+Writing a file (``write_file``)
+    The grounded loop offers a third tool, ``write_file(path, content)``: the 1.5B model often
+    shows the right file in a fenced ``ini``/``json``/``python`` block and never writes it. A call
+    (native, or written as text) becomes one shell command, ``write_command``: ``mkdir -p`` of
+    the parent and ``printf '%s'`` of the content, both shell-quoted, run like any command in the
+    sandbox, so the repeat guard, the records and the experience store see an ordinary command.
+
+Empty replies
+    A sampled call that returns nothing at all (no text, no call: the model's first token was its
+    end of turn) is drawn again at once with the next seed, at most ``EMPTY_REDRAWS`` times; the
+    step records how many (``redraws``). A greedy empty reply would come back the same, so it is
+    re-asked like any reply without a call.
+
 Finish check
     The first ``finish`` of a task that declares ``[agent] expects`` is not accepted yet: the
     model is shown those files as they are now in the workspace (their first lines; missing ones
@@ -28,6 +41,7 @@ Finish check
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -38,15 +52,30 @@ from ...llm.protocol import ChatResult, GenerationConfig
 from ...types import normalize_command
 from ...untrusted import untrusted
 from ..sampling import repeat_sampling
-from .actions import _CODE_BLOCK, SYSTEM_PROMPT, Action, clip, parse_action
+from .actions import _CODE_BLOCK, SYSTEM_PROMPT, TOOLS, Action, clip, parse_action
 from .config import AgentConfig
 
-GROUNDED_SYSTEM_PROMPT = SYSTEM_PROMPT + " Every reply must contain exactly one tool call."
+GROUNDED_SYSTEM_PROMPT = (SYSTEM_PROMPT + " To create or replace a file, call write_file with its path and its "
+                          "whole new content. Every reply must contain exactly one tool call.")
+
+WRITE_FILE_TOOL = {"type": "function", "function": {
+    "name": "write_file",
+    "description": "Create or replace a file in the working directory with the given content.",
+    "parameters": {"type": "object",
+                   "properties": {"path": {"type": "string", "description": "the file's path, relative to the "
+                                                                            "working directory"},
+                                  "content": {"type": "string", "description": "the file's whole new content"}},
+                   "required": ["path", "content"]}}}
+GROUNDED_TOOLS: tuple[dict, ...] = (*TOOLS, WRITE_FILE_TOOL)
+EMPTY_REDRAWS = 2
 
 FORMAT_MESSAGE = ("Reply with exactly one tool call and nothing else, in this exact format:\n"
                   '<tool_call>\n{"name": "execute_command", "arguments": {"command": "<one bash command>"}}\n'
+                  "</tool_call>\nor, to write a file:\n"
+                  '<tool_call>\n{"name": "write_file", "arguments": {"path": "<path>", "content": "<whole content>"}}\n'
                   "</tool_call>\nor, when the task is done:\n"
                   '<tool_call>\n{"name": "finish", "arguments": {}}\n</tool_call>')
+WRITE_PROBLEM = "write_file needs two string arguments, 'path' (not empty) and 'content'."
 
 IMITATION_MESSAGE = ("Your reply was written as a tool result (<tool_response>), so nothing was run: only the "
                      "tool writes those, after you call it.")
@@ -107,10 +136,61 @@ def _shell_blocks(text: str) -> int:
     return sum(1 for block in _CODE_BLOCK.finditer(text) if block.group(2).strip())
 
 
+def write_command(path: str, content: str) -> str:
+    """The shell command that writes ``content`` to ``path`` exactly (no newline added), creating its folder."""
+    quoted = shlex.quote(path)
+    return (f"mkdir -p -- \"$(dirname -- {quoted})\" && printf '%s' {shlex.quote(content)} > {quoted} "
+            f"&& printf 'wrote %s bytes to %s\\n' \"$(wc -c < {quoted})\" {quoted}")
+
+
+_WRITE_NAME = re.compile(r'"name"\s*:\s*"write_file"')
+_ARGUMENTS = re.compile(r'"arguments"\s*:\s*')
+
+
+def _write_action(arguments: Any, source: str) -> Action:
+    """A ``write_file`` call's action: its ``write_command``, or ``invalid`` when the arguments are not two strings."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}", strict=False)
+        except ValueError:
+            arguments = None
+    if not isinstance(arguments, dict):
+        return Action("invalid", source=source, problem=WRITE_PROBLEM)
+    path, content = arguments.get("path"), arguments.get("content")
+    if not isinstance(path, str) or not path.strip() or "\0" in path or not isinstance(content, str):
+        return Action("invalid", source=source, problem=WRITE_PROBLEM)
+    return Action("command", write_command(path.strip(), content), source)
+
+
+def _write_call(result: ChatResult) -> Action | None:
+    """The action of a ``write_file`` call (native first, else written as text), or None when there is none."""
+    if result.tool_calls:
+        call = result.tool_calls[0]
+        return _write_action(call.arguments, "tool_call") if call.name == "write_file" else None
+    text = result.text or ""
+    named = _WRITE_NAME.search(text)
+    if not named:
+        return None
+    given = _ARGUMENTS.search(text, named.end()) or _ARGUMENTS.search(text)
+    if given is None:
+        return Action("invalid", source="tool_call_text", problem=WRITE_PROBLEM)
+    try:
+        arguments, _ = json.JSONDecoder(strict=False).raw_decode(text, given.end())
+    except ValueError:
+        arguments = None
+    return _write_action(arguments, "tool_call_text")
+
+
 def read_reply(result: ChatResult) -> tuple[Action, str]:
     """The action of a reply in the grounded loop and how it was read: '' (a native call),
     ``repaired`` (a call written as text, or the one shell block) or ``reasked`` (nothing is run)."""
-    action = parse_action(result)
+    written = _write_call(result)
+    if written is not None and written.kind == "command":   # ours: not read as the model's shell text
+        return written, "" if written.source == "tool_call" else "repaired"
+    action = written or parse_action(result)
+    if action.kind == "invalid" and action.source == "tool_call" and action.problem.startswith("Unknown tool"):
+        action = Action("invalid", source="tool_call", problem=action.problem.replace(
+            "execute_command(command) and finish()", "execute_command(command), write_file(path, content) and finish()"))
     if action.kind == "finish":
         return action, "" if action.source == "tool_call" else "repaired"
     if action.kind != "command":     # no call, or a bad call

@@ -35,7 +35,7 @@ from ..workspace import SANDBOXES, TaskSetupError, choose_sandbox
 from .actions import SYSTEM_PROMPT, TOOLS
 from .attempt import run_attempt
 from .config import ATTEMPTS_FILE, LADDER, RUN_FILE, AgentConfig, memory_setting
-from .grounding import GROUNDED_SYSTEM_PROMPT
+from .grounding import GROUNDED_SYSTEM_PROMPT, GROUNDED_TOOLS
 from ...gate import AuditLog, Gate, Ledger, make_policy
 from ...gate.gate import load_gate_state, save_gate_state
 from .experience import Experience
@@ -143,7 +143,8 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
     if meta is None:
         meta = {"run_id": run_id, "config": config.to_json(), "task_hashes": hashes, "memory_setting": asdict(setting),
                 "prompt_version": config.agent.prompt_version,
-                "system_prompt": GROUNDED_SYSTEM_PROMPT if config.agent.grounded else SYSTEM_PROMPT, "tools": list(TOOLS),
+                "system_prompt": GROUNDED_SYSTEM_PROMPT if config.agent.grounded else SYSTEM_PROMPT,
+                "tools": list(GROUNDED_TOOLS if config.agent.grounded else TOOLS),
                 "seed": seed_summary, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "sandbox_used": choose_sandbox(config.sandbox), "versions": _package_versions(),
                 "encoder_name": getattr(encoder, "name", None)}
