@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 from repairmem.agents.terminal import AgentConfig, AgentRunConfig, agent_run_main, run_agent
-from repairmem.agents.terminal.grounding import FORMAT_MESSAGE, IMITATION_MESSAGE
-from repairmem.llm.protocol import ToolCall
+from repairmem.agents.terminal.grounding import FORMAT_MESSAGE, IMITATION_MESSAGE, read_reply
+from repairmem.llm.protocol import ChatResult, ToolCall, Usage
 from repairmem.llm.replay import RecordingModel
 from tests.integration.test_terminal_agent_loop import (FINISH, ScriptedModel, attempt, cmd, comparable, make_task,
                                                         record_then_replay, step_of)
@@ -337,3 +337,26 @@ def test_an_empty_sampled_reply_is_drawn_again_but_a_greedy_one_is_re_asked(tmp_
     assert [(s["action"], s["redraws"], s["sampled"]) for s in r["steps"]] == \
         [("none", 0, False), ("command", 1, True), ("finish", 0, True)]
     assert r["usage"]["calls"] == 4 and len(scripted.requests) == 4
+
+
+# Verbatim from the first v5 run (runs/agent15v5-none, fix-test-data-path, pass 1, step 3, greedy): the
+# content's docstring quotes are not escaped, so the call is not JSON; it was re-asked three times.
+DOCSTRING_CALL = ("```json\n{\n  \"name\": \"write_file\",\n  \"arguments\": {\n    \"path\": \"lib/loader.py\",\n"
+                  "    \"content\": \"def load_words():\\n    \"\"\"The non-empty lines of words.txt (next to this "
+                  "module), stripped.\\n    \"\"\"\\n    with open(\\\"words.txt\\\", encoding=\\\"utf-8\\\") as handle:"
+                  "\\n        return [line.strip() for line in handle if line.strip()]\\nCheck that each has exactly the "
+                  "content and format the task asks for. If so, call finish again; otherwise fix it first.\"\n  }\n}\n"
+                  "```\n```json\n{\n  \"name\": \"finish\", \"arguments\": {}\n}\n```")
+
+
+def test_write_file_whose_content_has_unescaped_quotes_is_read_up_to_the_closing_braces(tmp_path):
+    action, fix = read_reply(ChatResult(text=DOCSTRING_CALL, usage=Usage(1, 1), model="m", finish_reason="stop",
+                                        elapsed_s=0.0, tool_calls=()))
+    assert (action.kind, fix) == ("command", "repaired")
+    work = tmp_path / "w"
+    (work / "lib").mkdir(parents=True)
+    subprocess.run(["bash", "-c", action.command], cwd=work, check=True, capture_output=True)
+    written = (work / "lib" / "loader.py").read_text()
+    assert written.startswith('def load_words():\n    """The non-empty lines of words.txt (next to this module), '
+                              'stripped.\n    """\n    with open("words.txt", encoding="utf-8") as handle:\n')
+    assert written.endswith("otherwise fix it first.")     # the model's own text, written as it wrote it

@@ -22,7 +22,8 @@ Replies (``read_reply``)
 Writing a file (``write_file``)
     The grounded loop offers a third tool, ``write_file(path, content)``: the 1.5B model often
     shows the right file in a fenced ``ini``/``json``/``python`` block and never writes it. A call
-    (native, or written as text) becomes one shell command, ``write_command``: ``mkdir -p`` of
+    (native, or written as text, where a content with unescaped quotes is read up to the call's
+    closing braces: ``_loose_write_arguments``) becomes one shell command, ``write_command``: ``mkdir -p`` of
     the parent and ``printf '%s'`` of the content, both shell-quoted, run like any command in the
     sandbox, so the repeat guard, the records and the experience store see an ordinary command.
 
@@ -177,8 +178,25 @@ def _write_call(result: ChatResult) -> Action | None:
     try:
         arguments, _ = json.JSONDecoder(strict=False).raw_decode(text, given.end())
     except ValueError:
-        arguments = None
+        arguments = _loose_write_arguments(text[given.end():])
     return _write_action(arguments, "tool_call_text")
+
+
+_LOOSE_PATH = re.compile(r'"path"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
+_LOOSE_CONTENT = re.compile(r'"content"\s*:\s*"(.*)"\s*\}\s*\}', re.DOTALL)
+_ESCAPE = re.compile(r'\\(["\\/bfnrt])')
+_ESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _loose_write_arguments(text: str) -> dict | None:
+    """``{"path", "content"}`` of a call whose JSON does not parse because the content holds unescaped
+    quotes (a Python docstring, a quoted string): the content is everything from its opening quote to
+    the last quote before the call's two closing braces, its JSON escapes decoded; None otherwise."""
+    path, content = _LOOSE_PATH.search(text), _LOOSE_CONTENT.search(text)
+    if not path or not content or content.start() < path.start():
+        return None
+    return {"path": _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), path[1]),
+            "content": _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), content[1])}
 
 
 def read_reply(result: ChatResult) -> tuple[Action, str]:
