@@ -6,7 +6,8 @@ For every step of every attempt of a run folder (``repairmem agent run --out``, 
 its action (a command, finish, or nothing run), whether the grounded loop repaired the reply
 (``reply_fix``) or held back a repeated command, and, for a reply that ran nothing, its shape, by the first rule that matches:
 empty; written as a tool result (``<tool_response>``); the tool definitions echoed (``<tools>``);
-a call of a tool that does not exist (``invalid``); file content in a fenced block with a
+a call whose command the grounded loop would not run (prose, unbalanced quotes: ``Not run: ...``);
+another bad call (a tool that does not exist, missing arguments); file content in a fenced block with a
 language tag (``ini``, ``json``, ``python``...: the model shows the file it means to write);
 another fenced block; prose. Reads the run, writes nothing.
 """
@@ -21,8 +22,8 @@ from pathlib import Path
 from repairmem.agents.terminal import ATTEMPTS_FILE
 from repairmem.files import packed, read_jsonl_lines
 
-SHAPES = ("empty", "tool result imitated", "tool definitions echoed", "unknown tool", "file content in a fence",
-          "other fence", "prose")
+SHAPES = ("empty", "tool result imitated", "tool definitions echoed", "not a shell command",
+          "bad or unknown tool call", "file content in a fence", "other fence", "prose")
 _FILE_FENCE = re.compile(r"```(?:ini|json|python|py|yaml|yml|toml|csv|txt|cfg|env|sql|diff)\b", re.IGNORECASE)
 
 
@@ -34,8 +35,9 @@ def shape(step: dict) -> str:
         return "tool result imitated"
     if "<tools>" in reply or '"type": "function"' in reply:
         return "tool definitions echoed"
-    if step["action"] == "invalid":
-        return "unknown tool"
+    if step["action"] == "invalid":     # a call was read, but what it asks for cannot run
+        return "not a shell command" if (step.get("observation") or "").startswith("Not run:") else \
+            "bad or unknown tool call"
     if _FILE_FENCE.search(reply):
         return "file content in a fence"
     return "other fence" if "```" in reply else "prose"

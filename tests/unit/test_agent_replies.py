@@ -22,8 +22,12 @@ def test_each_shape_of_a_reply_that_ran_nothing():
     shape = agent_replies.shape
     assert shape(step("")) == "empty"
     assert shape(step("<tool_response>\nexit code: 0\n(no output)\n</tool_response>")) == "tool result imitated"
-    assert shape(step('{{"name": "execute_command", "arguments": {"command": "key1, key2, key3"}}}',
-                      "invalid")) == "unknown tool"
+    prose = step('{{"name": "execute_command", "arguments": {"command": "key1, key2, key3"}}}', "invalid")
+    prose["observation"] = "Not run: it starts with 'key1,', which is not a program name, so it reads as prose."
+    assert shape(prose) == "not a shell command"
+    unknown = step('{"name": "parse_access_log", "arguments": {}}', "invalid")
+    unknown["observation"] = "Unknown tool 'parse_access_log'. The tools are ..."
+    assert shape(unknown) == "bad or unknown tool call"
     assert shape(step("To fix the `config/app.ini` file ... Here's the updated `config/app.ini` file:\n\n"
                       "```ini\n[server]\nhost = 127.0.0.1\nport = 8080\n```\n")) == "file content in a fence"
     assert shape(step("```\nobj['output']\n```")) == "other fence"
