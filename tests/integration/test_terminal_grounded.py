@@ -360,3 +360,15 @@ def test_write_file_whose_content_has_unescaped_quotes_is_read_up_to_the_closing
     assert written.startswith('def load_words():\n    """The non-empty lines of words.txt (next to this module), '
                               'stripped.\n    """\n    with open("words.txt", encoding="utf-8") as handle:\n')
     assert written.endswith("otherwise fix it first.")     # the model's own text, written as it wrote it
+
+
+def test_a_nul_character_in_a_command_or_a_write_is_refused_not_a_crash(tmp_path):
+    task = make_task(tmp_path / "tasks", "done", "Create done.txt containing ok.", 'test "$(cat done.txt)" = ok')
+
+    def policy(messages, _):
+        t = step_of(messages)
+        return {0: cmd("echo ok\0 > done.txt"), 1: write("done.txt", "ok\0"), 2: cmd("echo ok > done.txt")}.get(t, FINISH)
+    for config in (GROUNDED, UNGROUNDED):       # the OS refuses a NUL in an argument: it used to raise ValueError
+        r = attempt(task, ScriptedModel(policy), config=config)
+        assert r["steps"][0]["action"] == "invalid" and "NUL" in r["steps"][0]["observation"]
+        assert r["passed"] and r["steps"][1]["action"] == "invalid"   # a NUL write; ungrounded, an unknown tool

@@ -124,8 +124,19 @@ def _json_string(raw: str) -> str:
         return raw
 
 
+NUL_PROBLEM = "The command contains a NUL character, which no shell command can hold; nothing was run."
+
+
 def parse_action(result: ChatResult) -> Action:
-    """The action of one reply (module doc, "Actions and the fallback")."""
+    """The action of one reply (module doc, "Actions and the fallback"); a command holding a NUL
+    character (which the OS refuses in an argument) is ``invalid``."""
+    action = _parse_action(result)
+    if action.kind == "command" and "\0" in action.command:
+        return Action("invalid", source=action.source, problem=NUL_PROBLEM)
+    return action
+
+
+def _parse_action(result: ChatResult) -> Action:
     if result.tool_calls:
         call = result.tool_calls[0]
         name = call.name if isinstance(call, ToolCall) else str(call.get("name", ""))

@@ -158,8 +158,10 @@ def _write_action(arguments: Any, source: str) -> Action:
     if not isinstance(arguments, dict):
         return Action("invalid", source=source, problem=WRITE_PROBLEM)
     path, content = arguments.get("path"), arguments.get("content")
-    if not isinstance(path, str) or not path.strip() or "\0" in path or not isinstance(content, str):
+    if not isinstance(path, str) or not path.strip() or not isinstance(content, str):
         return Action("invalid", source=source, problem=WRITE_PROBLEM)
+    if "\0" in path or "\0" in content:      # an argument of the shell command: the OS refuses a NUL
+        return Action("invalid", source=source, problem=f"{WRITE_PROBLEM} Neither may hold a NUL character.")
     return Action("command", write_command(path.strip(), content), source)
 
 
