@@ -127,16 +127,20 @@ def _json_string(raw: str) -> str:
 NUL_PROBLEM = "The command contains a NUL character, which no shell command can hold; nothing was run."
 
 
-def parse_action(result: ChatResult) -> Action:
+TOOL_SIGNATURES = "execute_command(command) and finish()"
+
+
+def parse_action(result: ChatResult, *, signatures: str = TOOL_SIGNATURES) -> Action:
     """The action of one reply (module doc, "Actions and the fallback"); a command holding a NUL
-    character (which the OS refuses in an argument) is ``invalid``."""
-    action = _parse_action(result)
+    character (which the OS refuses in an argument) is ``invalid``. ``signatures``: the tools an
+    unknown tool's message lists."""
+    action = _parse_action(result, signatures)
     if action.kind == "command" and "\0" in action.command:
         return Action("invalid", source=action.source, problem=NUL_PROBLEM)
     return action
 
 
-def _parse_action(result: ChatResult) -> Action:
+def _parse_action(result: ChatResult, signatures: str) -> Action:
     if result.tool_calls:
         call = result.tool_calls[0]
         name = call.name if isinstance(call, ToolCall) else str(call.get("name", ""))
@@ -150,7 +154,7 @@ def _parse_action(result: ChatResult) -> Action:
             return Action("invalid", source="tool_call",
                           problem="execute_command needs a non-empty string argument 'command'.")
         return Action("invalid", source="tool_call",
-                      problem=f"Unknown tool {untrusted(name, own_turn=True)!r}. The tools are execute_command(command) and finish().")
+                      problem=f"Unknown tool {untrusted(name, own_turn=True)!r}. The tools are {signatures}.")
     text = result.text or ""
     m = _CALL_NAME.search(text)
     if m:

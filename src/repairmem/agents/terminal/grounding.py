@@ -68,6 +68,7 @@ WRITE_FILE_TOOL = {"type": "function", "function": {
                                   "content": {"type": "string", "description": "the file's whole new content"}},
                    "required": ["path", "content"]}}}
 GROUNDED_TOOLS: tuple[dict, ...] = (*TOOLS, WRITE_FILE_TOOL)
+GROUNDED_SIGNATURES = "execute_command(command), write_file(path, content) and finish()"
 EMPTY_REDRAWS = 2
 
 FORMAT_MESSAGE = ("Reply with exactly one tool call and nothing else, in this exact format:\n"
@@ -197,8 +198,11 @@ def _loose_write_arguments(text: str) -> dict | None:
     path, content = _LOOSE_PATH.search(text), _LOOSE_CONTENT.search(text)
     if not path or not content or content.start() < path.start():
         return None
-    return {"path": _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), path[1]),
-            "content": _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), content[1])}
+    return {"path": _unescape(path[1]), "content": _unescape(content[1])}
+
+
+def _unescape(raw: str) -> str:
+    return _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), raw)
 
 
 def read_reply(result: ChatResult) -> tuple[Action, str]:
@@ -207,10 +211,7 @@ def read_reply(result: ChatResult) -> tuple[Action, str]:
     written = _write_call(result)
     if written is not None and written.kind == "command":   # ours: not read as the model's shell text
         return written, "" if written.source == "tool_call" else "repaired"
-    action = written or parse_action(result)
-    if action.kind == "invalid" and action.source == "tool_call" and action.problem.startswith("Unknown tool"):
-        action = Action("invalid", source="tool_call", problem=action.problem.replace(
-            "execute_command(command) and finish()", "execute_command(command), write_file(path, content) and finish()"))
+    action = written or parse_action(result, signatures=GROUNDED_SIGNATURES)
     if action.kind == "finish":
         return action, "" if action.source == "tool_call" else "repaired"
     if action.kind != "command":     # no call, or a bad call
