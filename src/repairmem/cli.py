@@ -302,7 +302,7 @@ def cmd_agent_run(args):
                           task_ids=tuple(t for t in args.task_ids.split(",") if t) if args.task_ids else None,
                           max_steps=args.max_steps, sandbox=args.sandbox, keep_workspaces=args.keep_workspaces,
                           threads=args.threads, json_out=args.json, grounded=args.grounded,
-                          suite=args.suite)
+                          write_file=args.write_file, suite=args.suite)
 
 
 def cmd_agent_report(args):
@@ -513,6 +513,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the grounded loop: repeats are not run and are followed by seeded sampling, replies "
                         "without a valid call are re-asked (prose is never run), and finish first shows the "
                         "task's expected files")
+    p.add_argument("--write-file", action="store_true",
+                   help="with --grounded: the loop's v5, which adds a write_file tool and draws an empty sampled "
+                        "reply again (it verified fewer tasks than the default v4 with the 1.5B model)")
     p = command(agent, "report", cmd_agent_report, "pass@k table, per-task outcomes, steps and tokens of agent runs")
     p.add_argument("run_dir", nargs="+", help="run folders (or their packed copies), or folders of runs; one "
                    "table row per run")

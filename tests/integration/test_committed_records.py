@@ -155,3 +155,34 @@ def test_docs_tables_regenerate_from_the_committed_records(command, tmp_path):
         start = next(i for i, row in enumerate(body) if row.startswith("|"))
         regenerated = [row for row in body[start:start + len(table) + 1] if row.startswith("|")]
         assert regenerated == table, f"docs/results.md's {section} for `{command}` no longer regenerates"
+
+
+GROUNDED_RUNS = [r for r in AGENT_RUNS if json.loads((r / "run.json").read_text())["prompt_version"].endswith("-grounded")]
+
+
+@pytest.mark.parametrize("run", GROUNDED_RUNS, ids=[r.name for r in GROUNDED_RUNS])
+def test_todays_grounded_loop_reads_every_committed_reply_as_its_version_did(run):
+    """Each recorded reply of a grounded run, read by today's ``read_reply`` of the run's prompt
+    version (v4 or v5), gives the recorded action, command, repair and re-ask message: the versions
+    stay reproducible after later changes."""
+    from repairmem.agents.terminal.grounding import V4, V5, read_reply
+    from repairmem.llm.protocol import ChatResult, ToolCall, Usage
+    meta = json.loads((run / "run.json").read_text())
+    version = {V4.prompt_version: V4, V5.prompt_version: V5}[meta["prompt_version"]]
+    assert [t["function"]["name"] for t in meta["tools"]] == [t["function"]["name"] for t in version.tools]
+    assert meta["system_prompt"] == version.system_prompt
+    checked = 0
+    for record in attempts(run):
+        for step in record["steps"]:
+            calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in step["tool_calls"])
+            reply = ChatResult(text=step["reply"], usage=Usage(0, 0), model="m", finish_reason=step["finish_reason"],
+                               elapsed_s=0.0, tool_calls=calls)
+            action, fix = read_reply(reply, version)
+            where = f"{record['task_id']} pass {record['pass']} step {step['t']}"
+            assert (action.kind, fix, action.source) == (step["action"], step["reply_fix"], step["source"]), where
+            if action.kind == "command":
+                assert action.command == step["command"], where
+            if fix == "reasked":
+                assert step["observation"] == action.problem, where
+            checked += 1
+    assert checked == sum(r["n_steps"] for r in attempts(run))

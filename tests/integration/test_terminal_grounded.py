@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from repairmem.agents.terminal import AgentConfig, AgentRunConfig, agent_run_main, run_agent
-from repairmem.agents.terminal.grounding import FORMAT_MESSAGE, IMITATION_MESSAGE, read_reply
+from repairmem.agents.terminal.grounding import FORMAT_MESSAGE, IMITATION_MESSAGE, V5, read_reply
+from repairmem.errors import InvalidInputError
 from repairmem.llm.protocol import ChatResult, ToolCall, Usage
 from repairmem.llm.replay import RecordingModel
 from tests.integration.test_terminal_agent_loop import (FINISH, ScriptedModel, attempt, cmd, comparable, make_task,
                                                         record_then_replay, step_of)
 
 GROUNDED = AgentConfig(max_steps=8, grounded=True)
+WRITING = AgentConfig(max_steps=8, grounded=True, write_file=True)     # the loop's v5
 UNGROUNDED = AgentConfig(max_steps=8)
 
 
@@ -28,9 +33,9 @@ def with_expects(task_dir: Path, *files: str) -> Path:
     return task_dir
 
 
-def both(tmp_path: Path, task_dir: Path, policy) -> tuple[dict, dict]:
+def both(tmp_path: Path, task_dir: Path, policy, config: AgentConfig = GROUNDED) -> tuple[dict, dict]:
     """The replayed grounded record (checked equal to its recording) and the ungrounded one."""
-    recorded, grounded, _ = record_then_replay(tmp_path, policy, lambda m, _: attempt(task_dir, m, config=GROUNDED))
+    recorded, grounded, _ = record_then_replay(tmp_path, policy, lambda m, _: attempt(task_dir, m, config=config))
     assert comparable(recorded) == comparable(grounded)
     plain = attempt(task_dir, ScriptedModel(policy), config=UNGROUNDED)
     return grounded, plain
@@ -67,7 +72,7 @@ def test_the_same_command_three_times_is_run_once_then_sampled_at_a_rising_tempe
     assert [(s["sampled"], s["temperature"]) for s in steps] == [(False, 0.0), (False, 0.0), (True, 0.8),
                                                                   (True, 1.0), (True, 1.0)]
     assert all(s["seed"] is not None for s in steps[2:]) and len({s["seed"] for s in steps[2:]}) == 3
-    assert r["prompt_version"] == "terminal-agent-v5-grounded" and plain["prompt_version"] == "terminal-agent-v2"
+    assert r["prompt_version"] == "terminal-agent-v4-grounded" and plain["prompt_version"] == "terminal-agent-v2"
     assert "repeat_of" not in plain["steps"][0] and "grounded" not in UNGROUNDED.to_dict()
 
 
@@ -239,8 +244,23 @@ def test_a_grounded_run_records_its_config_and_prompt(tmp_path):
     out = run_agent(config, tmp_path / "run",
                     model=ScriptedModel(lambda m, _: cmd("echo ok > done.txt") if step_of(m) == 0 else FINISH))
     meta = json.loads((out / "run.json").read_text())
-    assert meta["prompt_version"] == "terminal-agent-v5-grounded" and meta["config"]["agent"]["grounded"] is True
+    assert meta["prompt_version"] == "terminal-agent-v4-grounded" and meta["config"]["agent"]["grounded"] is True
     assert meta["system_prompt"].endswith("Every reply must contain exactly one tool call.")
+    assert "write_file" not in meta["config"]["agent"] and [t["function"]["name"] for t in meta["tools"]] == \
+        ["execute_command", "finish"]
+    with pytest.raises(InvalidInputError, match="different configuration"):    # v4's folder is not resumed as v5
+        run_agent(replace(config, agent=WRITING), tmp_path / "run", model=ScriptedModel(lambda m, _: FINISH))
+    meta["prompt_version"] = "terminal-agent-v5-grounded"      # a folder an earlier version wrote as v5
+    (out / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(InvalidInputError, match="different configuration"):
+        run_agent(config, tmp_path / "run", model=ScriptedModel(lambda m, _: FINISH))
+
+
+def test_write_file_needs_the_grounded_loop_and_is_v5():
+    with pytest.raises(InvalidInputError, match="grounded"):
+        AgentConfig(write_file=True)
+    assert WRITING.prompt_version == "terminal-agent-v5-grounded" and WRITING.to_dict()["write_file"] is True
+    assert GROUNDED.prompt_version == "terminal-agent-v4-grounded" and "write_file" not in GROUNDED.to_dict()
 
 
 def test_the_cli_runs_the_grounded_loop(tmp_path):
@@ -287,9 +307,12 @@ def test_write_file_writes_the_content_exactly_and_a_same_write_is_a_repeat(tmp_
         t = step_of(messages)
         return {0: write("config/app.ini", INI), 1: write("config/app.ini", INI),
                 2: write("notes/deep/odd.txt", odd)}.get(t, FINISH)
-    r, plain = both(tmp_path, task, policy)
+    r, plain = both(tmp_path, task, policy, WRITING)
     assert r["passed"] and not plain["passed"]
     assert plain["steps"][0]["action"] == "invalid" and "Unknown tool 'write_file'" in plain["steps"][0]["observation"]
+    v4 = attempt(task, ScriptedModel(policy), config=GROUNDED)    # the default grounded loop has no write_file
+    assert not v4["passed"] and "Unknown tool 'write_file'. The tools are execute_command(command) and finish()." \
+        in v4["steps"][0]["observation"] and "write_file" not in v4["steps"][0]["observation"].split("\n", 1)[1]
     steps = r["steps"]
     assert [(s["action"], s["repeat_of"], s["executed"], s["reply_fix"]) for s in steps[:3]] == \
         [("command", None, True, ""), ("command", 0, False, ""), ("command", None, True, "")]
@@ -313,12 +336,13 @@ def test_write_file_written_as_text_is_repaired_and_bad_arguments_are_re_asked(t
         if t == 1:
             return write("", INI)
         return (as_text, []) if t == 2 else FINISH
-    r, _ = both(tmp_path, task, policy)
+    r, _ = both(tmp_path, task, policy, WRITING)
     assert r["passed"]
     assert [(s["action"], s["reply_fix"]) for s in r["steps"]] == \
         [("none", "reasked"), ("invalid", "reasked"), ("command", "repaired"), ("finish", "")]
     assert r["steps"][1]["observation"].startswith("write_file needs two string arguments")
-    assert '"name": "write_file"' in FORMAT_MESSAGE
+    assert '"name": "write_file"' in V5.format_message and "write_file" not in FORMAT_MESSAGE
+    assert r["steps"][0]["observation"].endswith(V5.format_message)
 
 
 def test_an_empty_sampled_reply_is_drawn_again_but_a_greedy_one_is_re_asked(tmp_path):
@@ -332,11 +356,15 @@ def test_an_empty_sampled_reply_is_drawn_again_but_a_greedy_one_is_re_asked(tmp_
             return "", []
         return cmd("echo ok > done.txt") if t == 1 else FINISH
     scripted = ScriptedModel(policy)
-    r = attempt(task, scripted, config=GROUNDED)
+    r = attempt(task, scripted, config=WRITING)
     assert r["passed"]
     assert [(s["action"], s["redraws"], s["sampled"]) for s in r["steps"]] == \
         [("none", 0, False), ("command", 1, True), ("finish", 0, True)]
     assert r["usage"]["calls"] == 4 and len(scripted.requests) == 4
+    seen.clear()
+    v4 = attempt(task, ScriptedModel(policy), config=GROUNDED)     # v4 re-asks an empty sampled reply
+    assert [(s["action"], s["sampled"]) for s in v4["steps"]] == [("none", False), ("none", True), ("finish", True)]
+    assert not v4["passed"] and "redraws" not in v4["steps"][0] and v4["usage"]["calls"] == 3
 
 
 # Verbatim from the first v5 run (runs/agent15v5-none, fix-test-data-path, pass 1, step 3, greedy): the
@@ -350,9 +378,11 @@ DOCSTRING_CALL = ("```json\n{\n  \"name\": \"write_file\",\n  \"arguments\": {\n
 
 
 def test_write_file_whose_content_has_unescaped_quotes_is_read_up_to_the_closing_braces(tmp_path):
-    action, fix = read_reply(ChatResult(text=DOCSTRING_CALL, usage=Usage(1, 1), model="m", finish_reason="stop",
-                                        elapsed_s=0.0, tool_calls=()))
+    reply = ChatResult(text=DOCSTRING_CALL, usage=Usage(1, 1), model="m", finish_reason="stop", elapsed_s=0.0,
+                       tool_calls=())
+    action, fix = read_reply(reply, V5)
     assert (action.kind, fix) == ("command", "repaired")
+    assert read_reply(reply)[0].kind == "finish"    # v4 has no write_file: it reads the finish call after it
     work = tmp_path / "w"
     (work / "lib").mkdir(parents=True)
     subprocess.run(["bash", "-c", action.command], cwd=work, check=True, capture_output=True)
@@ -368,7 +398,7 @@ def test_a_nul_character_in_a_command_or_a_write_is_refused_not_a_crash(tmp_path
     def policy(messages, _):
         t = step_of(messages)
         return {0: cmd("echo ok\0 > done.txt"), 1: write("done.txt", "ok\0"), 2: cmd("echo ok > done.txt")}.get(t, FINISH)
-    for config in (GROUNDED, UNGROUNDED):       # the OS refuses a NUL in an argument: it used to raise ValueError
+    for config in (WRITING, UNGROUNDED):       # the OS refuses a NUL in an argument: it used to raise ValueError
         r = attempt(task, ScriptedModel(policy), config=config)
         assert r["steps"][0]["action"] == "invalid" and "NUL" in r["steps"][0]["observation"]
         assert r["passed"] and r["steps"][1]["action"] == "invalid"   # a NUL write; ungrounded, an unknown tool

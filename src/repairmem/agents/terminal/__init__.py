@@ -9,7 +9,7 @@ run's verified successes and grown online from each newly verified attempt.
 Modules: ``config`` (the ladder of memory settings, the attempt's limits), ``actions`` (the two
 tools, reading an action from a reply, rendering turns), ``experience`` (verified steps on the
 memory store and the hint they yield), ``hints`` (when a hint is due, its query and its block),
-``grounding`` (the grounded loop: repeat guard, strict replies, finish check),
+``grounding`` (the grounded loop, v4 and v5: repeat guard, strict replies, finish check),
 ``attempt`` (one attempt), ``runs`` (pass@k runs, resumable), ``report``
 (summaries and the report). Every public name is re-exported here.
 """
@@ -22,16 +22,16 @@ from .attempt import decoding_for, run_attempt
 from .config import (ATTEMPTS_FILE, GROUNDED_PROMPT_VERSION, LADDER, PROMPT_VERSION, QUERIES, REPRESENTATIONS,
                      RUN_FILE, SCHEDULES, AgentConfig, MemorySetting, memory_setting)
 from .experience import EXPERIENCE, Experience, ExperienceStep, render_hint_body, step_memory, steps_from_record
-from .grounding import (FORMAT_MESSAGE, GROUNDED_SYSTEM_PROMPT, GroundedLoop, finish_check, not_a_command,
-                        read_reply, repeat_key, workspace_state)
+from .grounding import (FORMAT_MESSAGE, GROUNDED_SYSTEM_PROMPT, V4, V5, GroundedLoop, Grounding, finish_check,
+                        grounding, not_a_command, read_reply, repeat_key, workspace_state)
 from .hints import HINT_FOOTER, HINT_HEADER, Hint, allow_hint, build_query, hint_due, hint_message
 from .report import agent_report_main, format_report, summarize
 from .runs import AgentRunConfig, agent_run_main, run_agent
 
 __all__ = [
     "ATTEMPTS_FILE", "Action", "AgentConfig", "AgentRunConfig", "EXPERIENCE", "Experience", "ExperienceStep",
-    "FORMAT_MESSAGE", "GROUNDED_PROMPT_VERSION", "GROUNDED_SYSTEM_PROMPT", "GroundedLoop", "finish_check",
-    "not_a_command", "read_reply", "repeat_key", "workspace_state",
+    "FORMAT_MESSAGE", "GROUNDED_PROMPT_VERSION", "GROUNDED_SYSTEM_PROMPT", "GroundedLoop", "Grounding", "V4", "V5",
+    "finish_check", "grounding", "not_a_command", "read_reply", "repeat_key", "workspace_state",
     "HINT_FOOTER", "HINT_HEADER", "Hint", "LADDER", "MemorySetting", "NO_ACTION_MESSAGE", "PROMPT_VERSION",
     "QUERIES", "REPRESENTATIONS", "RUN_FILE", "SCHEDULES", "SYSTEM_PROMPT", "TOOLS", "TOOL_NAMES",
     "agent_report_main", "agent_run_main", "allow_hint", "assistant_turn", "build_query", "clip",

@@ -16,8 +16,8 @@ Grounded attempts (``AgentConfig.grounded``; ``grounding`` module doc)
     ``finish`` of a task with expected files is answered with those files' first lines. Each step
     of such an attempt records ``repeat_of`` (the 0-based step it repeats, not run), ``executed``,
     ``sampled`` (with ``temperature``/``seed``), ``reply_fix`` ('' | repaired | reasked) and
-    ``finish_refused`` (with ``missing``) and ``redraws`` (empty sampled replies drawn again); ungrounded
-    records have none of these keys. Grounded attempts also offer ``write_file`` (``GROUNDED_TOOLS``).
+    ``finish_refused`` (with ``missing``), and with ``write_file`` (v5) ``redraws`` (empty sampled
+    replies drawn again); ungrounded records have none of these keys.
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ from ..workspace import Workspace
 from .actions import SYSTEM_PROMPT, TOOLS, assistant_turn, parse_action, reasoning_text, render_observation
 from .config import LADDER, AgentConfig, MemorySetting
 from .experience import Experience, render_hint_body
-from .grounding import (EMPTY_REDRAWS, GROUNDED_SYSTEM_PROMPT, GROUNDED_TOOLS, GroundedLoop, read_reply,
-                        repeat_message)
+from .grounding import GroundedLoop, read_reply, repeat_message
 from .hints import Hint, allow_hint, build_query, hint_due, hint_message
 
 
@@ -70,13 +69,14 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
     start = clock()
     deadline = start + (config.task_timeout_s or task.agent_timeout_s)
     grounded = GroundedLoop(config, task.task_id, attempt_pass) if config.grounded else None
-    system = GROUNDED_SYSTEM_PROMPT if grounded else SYSTEM_PROMPT
+    system = grounded.version.system_prompt if grounded else SYSTEM_PROMPT
     messages = [Message("system", system), Message("user", untrusted(task.instruction, own_turn=True))]
     steps: list[dict[str, Any]] = []
     totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
     stop_reason, error, idle, last_reasoning = "max_steps", "", 0, ""
     hints_shown = hints_vetoed = 0
-    tools = list(GROUNDED_TOOLS if grounded else TOOLS)
+    tools = list(grounded.version.tools if grounded else TOOLS)
+    redraw_limit = grounded.version.empty_redraws if grounded else 0
 
     def count(result: ChatResult) -> ChatResult:
         usage = _usage_dict(result)
@@ -119,7 +119,7 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                 if grounded:
                     decoding = grounded.decoding(decoding, t)
                 result = count(model.chat(call_messages, decoding, tools=tools))
-                while grounded and _empty(result) and decoding.temperature > 0 and redraws < EMPTY_REDRAWS:
+                while _empty(result) and decoding.temperature > 0 and redraws < redraw_limit:
                     redraws += 1        # grounding module doc, "Empty replies"
                     decoding = replace(decoding, seed=((decoding.seed or 0) + 1_000_003) % 2 ** 31)
                     result = count(model.chat(call_messages, decoding, tools=tools))
@@ -129,7 +129,7 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                 stop_reason, error = "model_error", f"{type(exc).__name__}: {exc}"
                 break
             usage = _usage_dict(result)
-            action, reply_fix = read_reply(result) if grounded else (parse_action(result), "")
+            action, reply_fix = read_reply(result, grounded.version) if grounded else (parse_action(result), "")
             reasoning = reasoning_text(result.text)
             step: dict[str, Any] = {
                 "t": t, "hint_due": due, "hint": hint_record, "reply": result.text,
@@ -138,7 +138,9 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                 "finish_reason": result.finish_reason, "temperature": decoding.temperature, "seed": decoding.seed}
             if grounded:
                 step.update(repeat_of=None, executed=False, sampled=grounded.sampling, reply_fix=reply_fix,
-                            finish_refused=False, redraws=redraws)
+                            finish_refused=False)
+                if grounded.version.empty_redraws:
+                    step["redraws"] = redraws
             messages.append(Message("assistant", assistant_turn(result, action)))
             steps.append(step)
             last_reasoning = reasoning

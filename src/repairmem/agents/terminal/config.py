@@ -35,7 +35,8 @@ from ...llm.protocol import GenerationConfig
 from ..sampling import check_repeat_sampling
 
 PROMPT_VERSION = "terminal-agent-v2"
-GROUNDED_PROMPT_VERSION = "terminal-agent-v5-grounded"   # only grounded attempts: ungrounded records stay valid
+GROUNDED_PROMPT_VERSION = "terminal-agent-v4-grounded"   # only grounded attempts: ungrounded records stay valid
+WRITE_FILE_PROMPT_VERSION = "terminal-agent-v5-grounded"  # grounded with write_file (grounding.V5)
 
 REPRESENTATIONS = {"full_step": "full step", "window": "local window", "compact": "compact hint"}
 SCHEDULES = {"every_step": "every step", "on_reasoning": "on reasoning", "sparse": "every 3rd step"}
@@ -109,6 +110,8 @@ class AgentConfig:
     ``sampling_temperature_step`` per further repeat up to ``max_sampling_temperature`` (as SQL's
     ``LoopOptions.sampling``); strict replies (prose is never run); the finish check. Off, the
     grounding fields are left out of ``to_dict``, so ungrounded runs keep their recorded config.
+    ``write_file`` (grounded only) is the loop's v5: a ``write_file`` tool and empty sampled replies
+    drawn again (``grounding.V5``); off, it is left out of ``to_dict`` too, so v4 runs resume.
     """
 
     max_steps: int = 20
@@ -126,9 +129,13 @@ class AgentConfig:
     sampling_temperature: float = 0.8
     sampling_temperature_step: float = 0.2
     max_sampling_temperature: float = 1.4
+    write_file: bool = False
 
     def __post_init__(self) -> None:
         check_bool(self.grounded, "grounded")
+        check_bool(self.write_file, "write_file")
+        if self.write_file and not self.grounded:
+            raise InvalidInputError("write_file is part of the grounded loop: set grounded too")
         check_repeat_sampling(self.repeats_before_sampling, self.sampling_temperature,
                               self.sampling_temperature_step, self.max_sampling_temperature)
         GenerationConfig(temperature=self.retry_temperature)   # validates type and range
@@ -149,11 +156,15 @@ class AgentConfig:
         if not self.grounded:
             for name in GROUNDING_FIELDS:
                 data.pop(name)
+        if not self.write_file:
+            data.pop("write_file", None)
         return data
 
     @property
     def prompt_version(self) -> str:
-        return GROUNDED_PROMPT_VERSION if self.grounded else PROMPT_VERSION
+        if not self.grounded:
+            return PROMPT_VERSION
+        return WRITE_FILE_PROMPT_VERSION if self.write_file else GROUNDED_PROMPT_VERSION
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "AgentConfig":

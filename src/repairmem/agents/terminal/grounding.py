@@ -19,17 +19,19 @@ Replies (``read_reply``)
     counts as a repeat: greedy decoding answers the re-ask the same way (the 1.5B model wrote the
     same imitated tool result three times), so the next call is sampled.
 
-Writing a file (``write_file``)
-    The grounded loop offers a third tool, ``write_file(path, content)``: the 1.5B model often
+Writing a file (``write_file``; only with ``AgentConfig.write_file``, prompt v5)
+    The v5 loop offers a third tool, ``write_file(path, content)``: the 1.5B model often
     shows the right file in a fenced ``ini``/``json``/``python`` block and never writes it. A call
     (native, or written as text, where a content with unescaped quotes is read up to the call's
     closing braces: ``_loose_write_arguments``) becomes one shell command, ``write_command``: ``mkdir -p`` of
     the parent and ``printf '%s'`` of the content, both shell-quoted, run like any command in the
     sandbox, so the repeat guard, the records and the experience store see an ordinary command.
+    Measured with the 1.5B model it verified fewer tasks than v4 (the model writes guessed output
+    instead of computing it; ``docs/results.md``), so the default grounded loop stays v4.
 
-Empty replies
+Empty replies (v5, with ``write_file``)
     A sampled call that returns nothing at all (no text, no call: the model's first token was its
-    end of turn) is drawn again at once with the next seed, at most ``EMPTY_REDRAWS`` times; the
+    end of turn) is drawn again at once with the next seed, at most ``Grounding.empty_redraws`` times; the
     step records how many (``redraws``). A greedy empty reply would come back the same, so it is
     re-asked like any reply without a call.
 
@@ -46,6 +48,7 @@ import json
 import os
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +56,15 @@ from ...llm.protocol import ChatResult, GenerationConfig
 from ...types import normalize_command
 from ...untrusted import untrusted
 from ..sampling import repeat_sampling
-from .actions import _CODE_BLOCK, SYSTEM_PROMPT, TOOLS, Action, clip, parse_action
+from .actions import _CODE_BLOCK, SYSTEM_PROMPT, TOOL_SIGNATURES, TOOLS, Action, clip, parse_action
 from .config import AgentConfig
 
-GROUNDED_SYSTEM_PROMPT = (SYSTEM_PROMPT + " To create or replace a file, call write_file with its path and its "
-                          "whole new content. Every reply must contain exactly one tool call.")
+GROUNDED_SYSTEM_PROMPT = SYSTEM_PROMPT + " Every reply must contain exactly one tool call."
+
+FORMAT_MESSAGE = ("Reply with exactly one tool call and nothing else, in this exact format:\n"
+                  '<tool_call>\n{"name": "execute_command", "arguments": {"command": "<one bash command>"}}\n'
+                  "</tool_call>\nor, when the task is done:\n"
+                  '<tool_call>\n{"name": "finish", "arguments": {}}\n</tool_call>')
 
 WRITE_FILE_TOOL = {"type": "function", "function": {
     "name": "write_file",
@@ -67,17 +74,45 @@ WRITE_FILE_TOOL = {"type": "function", "function": {
                                                                             "working directory"},
                                   "content": {"type": "string", "description": "the file's whole new content"}},
                    "required": ["path", "content"]}}}
-GROUNDED_TOOLS: tuple[dict, ...] = (*TOOLS, WRITE_FILE_TOOL)
-GROUNDED_SIGNATURES = "execute_command(command), write_file(path, content) and finish()"
-EMPTY_REDRAWS = 2
-
-FORMAT_MESSAGE = ("Reply with exactly one tool call and nothing else, in this exact format:\n"
-                  '<tool_call>\n{"name": "execute_command", "arguments": {"command": "<one bash command>"}}\n'
-                  "</tool_call>\nor, to write a file:\n"
-                  '<tool_call>\n{"name": "write_file", "arguments": {"path": "<path>", "content": "<whole content>"}}\n'
-                  "</tool_call>\nor, when the task is done:\n"
-                  '<tool_call>\n{"name": "finish", "arguments": {}}\n</tool_call>')
 WRITE_PROBLEM = "write_file needs two string arguments, 'path' (not empty) and 'content'."
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """What one version of the grounded loop shows the model and how it reads replies.
+
+    v4 (the default) and v5 (``AgentConfig.write_file``: the ``write_file`` tool and empty sampled
+    replies drawn again, at most ``empty_redraws`` times; module doc). Each keeps its own prompt
+    version, so records of either stay reproducible.
+    """
+
+    prompt_version: str
+    system_prompt: str
+    tools: tuple[dict, ...]
+    signatures: str
+    format_message: str
+    write_file: bool
+    empty_redraws: int
+
+
+V4 = Grounding("terminal-agent-v4-grounded", GROUNDED_SYSTEM_PROMPT, TOOLS, TOOL_SIGNATURES, FORMAT_MESSAGE,
+               write_file=False, empty_redraws=0)
+V5 = Grounding("terminal-agent-v5-grounded",
+               SYSTEM_PROMPT + " To create or replace a file, call write_file with its path and its whole new "
+               "content. Every reply must contain exactly one tool call.",
+               (*TOOLS, WRITE_FILE_TOOL), "execute_command(command), write_file(path, content) and finish()",
+               FORMAT_MESSAGE.replace("</tool_call>\nor, when", "</tool_call>\nor, to write a file:\n"
+                                      '<tool_call>\n{"name": "write_file", "arguments": {"path": "<path>", '
+                                      '"content": "<whole content>"}}\n</tool_call>\nor, when'),
+               write_file=True, empty_redraws=2)
+
+
+def grounding(config: AgentConfig) -> Grounding:
+    """The grounded loop version ``config`` asks for (its ``prompt_version`` names it)."""
+    version = V5 if config.write_file else V4
+    assert version.prompt_version == config.prompt_version
+    return version
+
 
 IMITATION_MESSAGE = ("Your reply was written as a tool result (<tool_response>), so nothing was run: only the "
                      "tool writes those, after you call it.")
@@ -205,27 +240,27 @@ def _unescape(raw: str) -> str:
     return _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), raw)
 
 
-def read_reply(result: ChatResult) -> tuple[Action, str]:
+def read_reply(result: ChatResult, version: Grounding = V4) -> tuple[Action, str]:
     """The action of a reply in the grounded loop and how it was read: '' (a native call),
     ``repaired`` (a call written as text, or the one shell block) or ``reasked`` (nothing is run)."""
-    written = _write_call(result)
+    written = _write_call(result) if version.write_file else None
     if written is not None and written.kind == "command":   # ours: not read as the model's shell text
         return written, "" if written.source == "tool_call" else "repaired"
-    action = written or parse_action(result, signatures=GROUNDED_SIGNATURES)
+    action = written or parse_action(result, signatures=version.signatures)
     if action.kind == "finish":
         return action, "" if action.source == "tool_call" else "repaired"
     if action.kind != "command":     # no call, or a bad call
         lead = (action.problem if action.kind == "invalid" else IMITATION_MESSAGE if "<tool_response>" in
                 (result.text or "") else "Your reply contained no tool call, so nothing was run.")
-        return Action(action.kind, source=action.source, problem=f"{lead}\n{FORMAT_MESSAGE}"), "reasked"
+        return Action(action.kind, source=action.source, problem=f"{lead}\n{version.format_message}"), "reasked"
     if action.source == "code_block" and _shell_blocks(result.text or "") > 1:
         return Action("none", source="code_block",
-                      problem=f"Your reply had several code blocks, so none was run.\n{FORMAT_MESSAGE}"), "reasked"
+                      problem=f"Your reply had several code blocks, so none was run.\n{version.format_message}"), "reasked"
     if repeat_key(action.command) in ("finish", "'finish()'"):   # the finish tool written as a command
         return Action("finish", source=action.source), "repaired"
     why = not_a_command(action.command)
     if why:
-        return Action("invalid", action.command, action.source, f"Not run: {why}.\n{FORMAT_MESSAGE}"), "reasked"
+        return Action("invalid", action.command, action.source, f"Not run: {why}.\n{version.format_message}"), "reasked"
     return action, "" if action.source == "tool_call" else "repaired"
 
 
@@ -310,6 +345,7 @@ class GroundedLoop:
 
     def __init__(self, config: AgentConfig, task_id: str, attempt_pass: int) -> None:
         self.config, self.key = config, f"{task_id}/{attempt_pass}"
+        self.version = grounding(config)
         self.executed: list[tuple[int, str, str | None]] = []   # (t, normalised command, state after it)
         self.repeats = 0
         self.sampling = False

@@ -35,7 +35,7 @@ from ..workspace import SANDBOXES, TaskSetupError, choose_sandbox
 from .actions import SYSTEM_PROMPT, TOOLS
 from .attempt import run_attempt
 from .config import ATTEMPTS_FILE, LADDER, RUN_FILE, AgentConfig, memory_setting
-from .grounding import GROUNDED_SYSTEM_PROMPT, GROUNDED_TOOLS
+from .grounding import grounding
 from ...gate import AuditLog, Gate, Ledger, make_policy
 from ...gate.gate import load_gate_state, save_gate_state
 from .experience import Experience
@@ -109,7 +109,8 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
     meta_file = out_dir / RUN_FILE
     if meta_file.exists():
         meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        if meta.get("config") != config.to_json() or meta.get("task_hashes") != hashes:
+        if (meta.get("config") != config.to_json() or meta.get("task_hashes") != hashes
+                or meta.get("prompt_version", config.agent.prompt_version) != config.agent.prompt_version):
             raise InvalidInputError(f"{out_dir} holds a run with a different configuration or task suite; "
                                     f"resume with the same arguments or choose another --out")
         run_id = meta["run_id"]
@@ -143,8 +144,8 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
     if meta is None:
         meta = {"run_id": run_id, "config": config.to_json(), "task_hashes": hashes, "memory_setting": asdict(setting),
                 "prompt_version": config.agent.prompt_version,
-                "system_prompt": GROUNDED_SYSTEM_PROMPT if config.agent.grounded else SYSTEM_PROMPT,
-                "tools": list(GROUNDED_TOOLS if config.agent.grounded else TOOLS),
+                "system_prompt": grounding(config.agent).system_prompt if config.agent.grounded else SYSTEM_PROMPT,
+                "tools": list(grounding(config.agent).tools if config.agent.grounded else TOOLS),
                 "seed": seed_summary, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "sandbox_used": choose_sandbox(config.sandbox), "versions": _package_versions(),
                 "encoder_name": getattr(encoder, "name", None)}
@@ -220,13 +221,14 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
                    seed_from: str | None = None, encoder: str = "default",
                    task_ids: Sequence[str] | None = None, max_steps: int = 20, sandbox: str = "bwrap",
                    keep_workspaces: bool = False, threads: int | None = None, n_ctx: int = 16384,
-                   json_out: bool = False, grounded: bool = False, suite: str | None = None) -> int:
+                   json_out: bool = False, grounded: bool = False, write_file: bool = False,
+                   suite: str | None = None) -> int:
     """``repairmem agent run``: run or resume, then print the report. ``tasks`` is a task folder,
     ``suite`` names a bundled one (``BUNDLED_SUITES``); neither = the default suite, both = an error.
 
     For ``llama:`` models the context is ``n_ctx`` tokens (default 16384: a multi-step
     conversation does not fit the backend's default 4096) and ``threads`` CPU threads.
-    ``grounded`` runs the grounded loop (``AgentConfig.grounded``).
+    ``grounded`` runs the grounded loop (``AgentConfig.grounded``), ``write_file`` its v5.
     """
     from ..tasks import bundled_tasks_dir
     if tasks and suite:
@@ -234,7 +236,8 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
     tasks_dir = str(Path(tasks).resolve()) if tasks else str(bundled_tasks_dir(suite or "default"))
     config = AgentRunConfig(tasks_dir=tasks_dir, model=model, memory=memory, passes=passes, seed_from=seed_from,
                             task_ids=tuple(task_ids) if task_ids else None, encoder=encoder,
-                            agent=AgentConfig(max_steps=max_steps, grounded=grounded), sandbox=sandbox)
+                            agent=AgentConfig(max_steps=max_steps, grounded=grounded, write_file=write_file),
+                            sandbox=sandbox)
     options: dict[str, Any] = {}
     if model.startswith("llama:"):
         options["n_ctx"] = n_ctx
