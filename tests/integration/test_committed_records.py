@@ -152,7 +152,9 @@ def test_docs_tables_regenerate_from_the_committed_records(command, tmp_path):
             continue
         assert f"\n## {section}" in report, f"the report has no section {section!r}"
         body = report.split(f"\n## {section}", 1)[1].split("\n## ", 1)[0].splitlines()
-        start = next(i for i, row in enumerate(body) if row.startswith("|"))
+        # the section's table with the same header row (a section may hold several tables)
+        start = next((i for i, row in enumerate(body) if row == table[0]), None)
+        assert start is not None, f"the report's {section} has no table headed {table[0]!r}"
         regenerated = [row for row in body[start:start + len(table) + 1] if row.startswith("|")]
         assert regenerated == table, f"docs/results.md's {section} for `{command}` no longer regenerates"
 
