@@ -1,24 +1,28 @@
 """How often a repair reuses the tables of a retrieved memory from another database.
 
-    python benchmarks/memory_copying.py runs/spider200 [--data ../shared/bench/spider]
+    python benchmarks/memory_copying.py records/spider200mg [--data ../shared/bench/spider]
 
 For every repair generation of every stream of a run folder: does its SQL read a table that the
 example's database lacks (a *foreign* table), and does a memory retrieved for that step read the
 same table (a *copied* one)? Also: the share of retrieved memories that come from another
 database. Streams without memory show the foreign-table rate alone, the base rate at which the
-model invents table names. Needs the run's stores (``stores/<method>-seed<s>.db``) and the
-dataset's databases; reads both, writes nothing.
+model invents table names. Reads the run's stores (``stores/<method>-seed<s>.db``) when they are
+there; a packed run (``records/``) has none, and its memories are rebuilt from its records in a
+temporary store, as a resumed run rebuilds them (the same ids, checked against the live stores).
+Needs the dataset's databases; writes nothing in the run folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import tempfile
 from pathlib import Path
 
 import sqlglot
 from sqlglot import exp
 
+from repairmem.agents.sql_repair import finalized_episode, method as get_method
 from repairmem.sql.datasets import load_dataset
 from repairmem.bench.metrics import load_run
 from repairmem.sql.execute import execute_readonly
@@ -64,36 +68,52 @@ def stream_counts(records: list[dict], memories: dict, tables_of_db) -> dict[str
     return counts
 
 
+def stream_memories(run_dir: Path, method: str, seed: int, records: list[dict], dataset) -> dict:
+    """id -> memory of one stream: from its store, or rebuilt from its records (module doc)."""
+    run_id = f"{method}-seed{seed}"
+    store_path = run_dir / "stores" / f"{run_id}.db"
+    if not get_method(method).uses_memory:
+        return {}
+    with tempfile.TemporaryDirectory() as scratch:
+        if not store_path.is_file():
+            by_id = {ex.example_id: ex for ex in dataset.examples}
+            store_path = Path(scratch) / f"{run_id}.db"
+            with open_store(store_path) as store:
+                for record in records:
+                    ex = by_id[record["example_id"]]
+                    store.finalize(*finalized_episode(record, ex, dataset.schemas[ex.db_id], get_method(method),
+                                                      run_id))
+        with open_store(store_path) as store:
+            return {m.id: m for m in store.all_variants()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--data", type=Path, help="the dataset folder (default: the run's --data)")
+    parser.add_argument("run_dir", type=Path, nargs="+", help="run folders (or their packed copies); one table")
+    parser.add_argument("--data", type=Path, help="the dataset folder (default: each run's --data)")
     args = parser.parse_args()
-    run = load_run(args.run_dir)
-    dataset = load_dataset(run.config["dataset"], args.data or run.config["data"], subset=run.config.get("subset"))
-    paths = {ex.db_id: ex.db_path for ex in dataset.examples}
-    cache: dict[str, set[str]] = {}
-
-    def tables_of_db(db_id: str) -> set[str]:
-        if db_id not in cache:
-            cache[db_id] = database_tables(paths[db_id])
-        return cache[db_id]
-
     pct = lambda n, d: f"{100 * n / d:.1f}" if d else "–"
     print("| Stream | Repair generations | Naming a foreign table % | Copied from a retrieved memory % "
           "| Memories retrieved | From another database % |")
     print("|---|---:|---:|---:|---:|---:|")
-    for method, seed in ((m, s) for m in run.methods for s in run.seeds(m)):
-        records = run.records[method, seed]
-        store_path = args.run_dir / "stores" / f"{method}-seed{seed}.db"
-        memories = {}
-        if store_path.is_file():
-            with open_store(store_path) as store:
-                memories = {m.id: m for m in store.all_variants()}
-        c = stream_counts(records, memories, tables_of_db)
-        print(f"| `{method}`-seed{seed} | {c['generations']} | {pct(c['foreign'], c['generations'])} "
-              f"| {pct(c['copied'], c['generations']) if memories else '–'} | {c['retrieved']} "
-              f"| {pct(c['retrieved_elsewhere'], c['retrieved']) if memories else '–'} |")
+    cache: dict[Path, set[str]] = {}
+    for run_dir in args.run_dir:
+        run = load_run(run_dir)
+        dataset = load_dataset(run.config["dataset"], args.data or run.config["data"], subset=run.config.get("subset"))
+        paths = {ex.db_id: ex.db_path for ex in dataset.examples}
+
+        def tables_of_db(db_id: str) -> set[str]:
+            if paths[db_id] not in cache:
+                cache[paths[db_id]] = database_tables(paths[db_id])
+            return cache[paths[db_id]]
+
+        for method, seed in ((m, s) for m in run.methods for s in run.seeds(m)):
+            records = run.records[method, seed]
+            memories = stream_memories(run_dir, method, seed, records, dataset)
+            c = stream_counts(records, memories, tables_of_db)
+            print(f"| `{method}`-seed{seed} | {c['generations']} | {pct(c['foreign'], c['generations'])} "
+                  f"| {pct(c['copied'], c['generations']) if memories else '–'} | {c['retrieved']} "
+                  f"| {pct(c['retrieved_elsewhere'], c['retrieved']) if memories else '–'} |")
 
 
 if __name__ == "__main__":
