@@ -169,7 +169,8 @@ def test_docs_tables_regenerate_from_the_committed_records(command, tmp_path):
         assert regenerated == table, f"docs/results.md's {section} for `{command}` no longer regenerates"
 
 
-GROUNDED_RUNS = [r for r in AGENT_RUNS if json.loads((r / "run.json").read_text())["prompt_version"].endswith("-grounded")]
+GROUNDED_RUNS = [r for r in AGENT_RUNS
+                 if json.loads((r / "run.json").read_text())["prompt_version"].endswith("-grounded")]
 
 
 @pytest.mark.parametrize("run", GROUNDED_RUNS, ids=[r.name for r in GROUNDED_RUNS])

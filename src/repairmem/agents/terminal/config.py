@@ -135,7 +135,8 @@ class AgentConfig:
         check_bool(self.grounded, "grounded")
         check_bool(self.write_file, "write_file")
         if self.write_file and not self.grounded:
-            raise InvalidInputError("write_file (--write-file) is part of the grounded loop: set grounded (--grounded) too")
+            raise InvalidInputError("write_file (--write-file) is part of the grounded loop: "
+                                    "set grounded (--grounded) too")
         check_repeat_sampling(self.repeats_before_sampling, self.sampling_temperature,
                               self.sampling_temperature_step, self.max_sampling_temperature)
         GenerationConfig(temperature=self.retry_temperature)   # validates type and range

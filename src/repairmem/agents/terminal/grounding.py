@@ -255,12 +255,14 @@ def read_reply(result: ChatResult, version: Grounding = V4) -> tuple[Action, str
         return Action(action.kind, source=action.source, problem=f"{lead}\n{version.format_message}"), "reasked"
     if action.source == "code_block" and _shell_blocks(result.text or "") > 1:
         return Action("none", source="code_block",
-                      problem=f"Your reply had several code blocks, so none was run.\n{version.format_message}"), "reasked"
+                      problem=f"Your reply had several code blocks, so none was run.\n{version.format_message}"), \
+            "reasked"
     if repeat_key(action.command) in ("finish", "'finish()'"):   # the finish tool written as a command
         return Action("finish", source=action.source), "repaired"
     why = not_a_command(action.command)
     if why:
-        return Action("invalid", action.command, action.source, f"Not run: {why}.\n{version.format_message}"), "reasked"
+        return (Action("invalid", action.command, action.source, f"Not run: {why}.\n{version.format_message}"),
+                "reasked")
     return action, "" if action.source == "tool_call" else "repaired"
 
 
