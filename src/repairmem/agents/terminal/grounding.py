@@ -57,7 +57,7 @@ from ...types import normalize_command
 from ...untrusted import untrusted
 from ..sampling import repeat_sampling
 from .actions import _CODE_BLOCK, SYSTEM_PROMPT, TOOL_SIGNATURES, TOOLS, Action, clip, parse_action
-from .config import AgentConfig
+from .config import GROUNDED_PROMPT_VERSION, WRITE_FILE_PROMPT_VERSION, AgentConfig
 
 GROUNDED_SYSTEM_PROMPT = SYSTEM_PROMPT + " Every reply must contain exactly one tool call."
 
@@ -95,9 +95,9 @@ class Grounding:
     empty_redraws: int
 
 
-V4 = Grounding("terminal-agent-v4-grounded", GROUNDED_SYSTEM_PROMPT, TOOLS, TOOL_SIGNATURES, FORMAT_MESSAGE,
+V4 = Grounding(GROUNDED_PROMPT_VERSION, GROUNDED_SYSTEM_PROMPT, TOOLS, TOOL_SIGNATURES, FORMAT_MESSAGE,
                write_file=False, empty_redraws=0)
-V5 = Grounding("terminal-agent-v5-grounded",
+V5 = Grounding(WRITE_FILE_PROMPT_VERSION,
                SYSTEM_PROMPT + " To create or replace a file, call write_file with its path and its whole new "
                "content. Every reply must contain exactly one tool call.",
                (*TOOLS, WRITE_FILE_TOOL), "execute_command(command), write_file(path, content) and finish()",
@@ -109,9 +109,7 @@ V5 = Grounding("terminal-agent-v5-grounded",
 
 def grounding(config: AgentConfig) -> Grounding:
     """The grounded loop version ``config`` asks for (its ``prompt_version`` names it)."""
-    version = V5 if config.write_file else V4
-    assert version.prompt_version == config.prompt_version
-    return version
+    return V5 if config.write_file else V4
 
 
 IMITATION_MESSAGE = ("Your reply was written as a tool result (<tool_response>), so nothing was run: only the "
