@@ -22,7 +22,8 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
-from repairmem.agents.sql_repair import finalized_episode, method as get_method
+from repairmem.agents.sql_repair import method as get_method
+from repairmem.bench.runner import refill_store
 from repairmem.sql.datasets import load_dataset
 from repairmem.bench.metrics import load_run
 from repairmem.sql.execute import execute_readonly
@@ -70,19 +71,15 @@ def stream_counts(records: list[dict], memories: dict, tables_of_db) -> dict[str
 
 def stream_memories(run_dir: Path, method: str, seed: int, records: list[dict], dataset) -> dict:
     """id -> memory of one stream: from its store, or rebuilt from its records (module doc)."""
-    run_id = f"{method}-seed{seed}"
-    store_path = run_dir / "stores" / f"{run_id}.db"
     if not get_method(method).uses_memory:
         return {}
+    run_id = f"{method}-seed{seed}"
+    store_path = run_dir / "stores" / f"{run_id}.db"
     with tempfile.TemporaryDirectory() as scratch:
         if not store_path.is_file():
-            by_id = {ex.example_id: ex for ex in dataset.examples}
             store_path = Path(scratch) / f"{run_id}.db"
             with open_store(store_path) as store:
-                for record in records:
-                    ex = by_id[record["example_id"]]
-                    store.finalize(*finalized_episode(record, ex, dataset.schemas[ex.db_id], get_method(method),
-                                                      run_id))
+                refill_store(store, records, dataset, method, run_id)
         with open_store(store_path) as store:
             return {m.id: m for m in store.all_variants()}
 

@@ -184,8 +184,9 @@ def test_todays_grounded_loop_reads_every_committed_reply_as_its_version_did(run
     version = {V4.prompt_version: V4, V5.prompt_version: V5}[meta["prompt_version"]]
     assert [t["function"]["name"] for t in meta["tools"]] == [t["function"]["name"] for t in version.tools]
     assert meta["system_prompt"] == version.system_prompt
+    records = attempts(run)
     checked = 0
-    for record in attempts(run):
+    for record in records:
         for step in record["steps"]:
             calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in step["tool_calls"])
             reply = ChatResult(text=step["reply"], usage=Usage(0, 0), model="m", finish_reason=step["finish_reason"],
@@ -198,4 +199,4 @@ def test_todays_grounded_loop_reads_every_committed_reply_as_its_version_did(run
             if fix == "reasked":
                 assert step["observation"] == action.problem, where
             checked += 1
-    assert checked == sum(r["n_steps"] for r in attempts(run))
+    assert checked == sum(r["n_steps"] for r in records)

@@ -187,6 +187,16 @@ def _locked(out: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def refill_store(store, records: list[dict], dataset: Dataset, method_name: str, run_id: str) -> None:
+    """Finalize every recorded episode of one stream into ``store``, in stream order: what a resumed
+    stream's store holds (finalize is idempotent, so the same ids on a first run and on a resume)."""
+    method = get_method(method_name)
+    by_id = {ex.example_id: ex for ex in dataset.examples}
+    for record in records:
+        ex = by_id[record["example_id"]]
+        store.finalize(*finalized_episode(record, ex, dataset.schemas[ex.db_id], method, run_id))
+
+
 def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, initial: dict, *,
                options: LoopOptions, out: Path, encoder=None, progress: Progress | None = None,
                stop_after: int | None = None) -> Path:
@@ -209,12 +219,8 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
         (out / "stores").mkdir(exist_ok=True)
         store = open_store(out / "stores" / f"{run_id}.db", embedder=MemoryEmbedder(encoder))
     try:
-        by_id = {ex.example_id: ex for ex in order}
-        for record in done:   # recorded episodes are in the store too (a kill may have come between)
-            ex = by_id[record["example_id"]]
-            if store is not None:
-                store.finalize(*finalized_episode(record, ex, dataset.schemas[ex.db_id], method, run_id))
-        if store is not None:
+        if store is not None:   # recorded episodes are in the store too (a kill may have come between)
+            refill_store(store, done, dataset, method.name, run_id)
             from ..retrieval.index import MemoryIndex
             policy = None
             if method.gate is not None:

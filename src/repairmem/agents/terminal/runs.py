@@ -142,10 +142,11 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
     meta_file, attempts_file = out_dir / RUN_FILE, out_dir / ATTEMPTS_FILE
     base = seed_summary["records"] if seed_summary else 0    # this run's positions follow the seed's
     if meta is None:
+        version = grounding(config.agent) if config.agent.grounded else None
         meta = {"run_id": run_id, "config": config.to_json(), "task_hashes": hashes, "memory_setting": asdict(setting),
                 "prompt_version": config.agent.prompt_version,
-                "system_prompt": grounding(config.agent).system_prompt if config.agent.grounded else SYSTEM_PROMPT,
-                "tools": list(grounding(config.agent).tools if config.agent.grounded else TOOLS),
+                "system_prompt": version.system_prompt if version else SYSTEM_PROMPT,
+                "tools": list(version.tools if version else TOOLS),
                 "seed": seed_summary, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "sandbox_used": choose_sandbox(config.sandbox), "versions": _package_versions(),
                 "encoder_name": getattr(encoder, "name", None)}
