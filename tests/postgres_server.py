@@ -2,7 +2,7 @@
 
 ``running_server()``: initdb in a temp dir, start on a free TCP port on 127.0.0.1, stop and delete
 at the end; or, given a superuser URL, use that server. The tests' fixtures
-(``tests/conftest_postgres.py``) and ``benchmarks/store_backends.py`` both start theirs here.
+(``tests/conftest.py``) and ``benchmarks/store_backends.py`` both start theirs here.
 PostgreSQL refuses to run as root: as root the server runs as ``nobody``.
 ``PostgresUnavailable``: this machine cannot run one (no package, no such user) - tests skip.
 ``PostgresStartError``: it should have started and did not - tests fail.

@@ -22,7 +22,6 @@ import pytest
 from repairmem import StoreError, memory_from_episode
 from repairmem.store import open_store
 from tests.conftest import make_episode
-from tests.conftest_postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 SEARCH = ("--question", "question q0", "--sql", "SELECT name FROM t_q0", "--type", "Schema Linking",
           "--position", "9", "--query-id", "new", "--encoder", "hashing:64")

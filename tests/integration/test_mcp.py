@@ -19,7 +19,6 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from repairmem.gate.audit import AuditLog  # noqa: E402
-from tests.conftest_postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 LOG = "/usr/bin/python3: No module named pytest"
 EPISODE = {

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from repairmem import Attempt, Episode, InvalidInputError, Memory, TerminalFailure
-from tests.conftest_postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 LOG = "Traceback (most recent call last):\n  File \"app.py\", line 1, in <module>\nModuleNotFoundError: No module named 'yaml'"
 

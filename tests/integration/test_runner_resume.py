@@ -176,7 +176,6 @@ def test_a_failed_start_leaves_no_run_and_a_mismatch_names_the_field(tmp_path):
 
 
 def test_a_run_folder_is_locked_while_a_process_writes_it(tmp_path):
-    import fcntl
     data = build_mini_spider(tmp_path / "spider")
     config = RunConfig("spider", str(data), ("iterative",), (0,), model="replay:x", options=LoopOptions(budget=1))
     out = tmp_path / "out"

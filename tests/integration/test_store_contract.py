@@ -1,5 +1,5 @@
 """The ``MemoryStore`` contract, run against every backend: SQLite (a file) and PostgreSQL + pgvector
-(a real throwaway server, ``tests/conftest_postgres.py``).
+(a real throwaway server, ``tests/conftest.py``).
 
 Finalization and merging, idempotent re-finalization, causal eligibility (position, own query,
 scope, polarity, kind, failure type), counters, all-or-nothing import, vectors, schema versions,
@@ -24,7 +24,6 @@ import pytest
 from repairmem import InvalidInputError, Polarity, Provenance, Scope, StoreError, memory_from_episode
 from repairmem.store import SCHEMA_VERSION, open_store
 from tests.conftest import make_episode
-from tests.conftest_postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 BACKENDS = ["sqlite", "postgres"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

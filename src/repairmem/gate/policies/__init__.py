@@ -2,16 +2,14 @@
 
 One policy family per module: ``base`` (``Decision``, ``Policy``, shared checks), ``static``
 (static baselines, oracle), ``bandits`` (context-free bandits), ``linear`` (LinUCB, linear
-Thompson sampling), ``rscb_mc`` (RSCB-MC), ``persistence`` (registry and state files). Every name
+Thompson sampling), ``rscb_mc`` (RSCB-MC), ``persistence`` (registry and state files). Every public name
 is re-exported here: ``repairmem.gate.policies`` stays the import path.
 """
 
-from .bandits import UCB1, EpsilonGreedy, _MeanBandit, _PosteriorSampling, ThompsonSampling, _share
-from .base import (ALL, _ASK_ONLY, _COUNT, D, _INJ, _INJECT_IDX, _NEG_INF, _ONE, OVERRIDE_CHECKS, _SAFE_IDX,
-                   CorruptStateError, Decision, Policy, _argmax, _check_reward, _check_x, _jsonable, _number,
-                   _restore, _seed)
-from .linear import _Linear, LinUCB, RiskSensitiveThompson, _feature_mask, _inv_scale
-from .persistence import POLICIES, STATE_FORMAT, STATE_VERSION, _digest, load_policy, make_policy, save_policy
+from .bandits import UCB1, EpsilonGreedy, ThompsonSampling
+from .base import ALL, D, OVERRIDE_CHECKS, CorruptStateError, Decision, Policy
+from .linear import LinUCB, RiskSensitiveThompson
+from .persistence import POLICIES, STATE_FORMAT, STATE_VERSION, load_policy, make_policy, save_policy
 from .rscb_mc import PAYLOAD_FACTOR, PRIOR_FACTOR, RSCBMC
 from .static import Oracle, StaticAbstention, StaticHybrid
 
