@@ -4,9 +4,10 @@ The agent's retries are sampled with a recorded seed, and the ladder compares ru
 attempt, so a reply should follow from its prompt and seed. The backend reuses the KV cache of
 earlier calls, and a cached prefix may have been evaluated as one prompt batch, split at another
 point, or partly one token at a time (the tokens a previous call generated). This evaluates one
-real prompt (a recorded attempt of ``records/agent15-none``: the agent's system prompt, the task,
-the model's replies and the observations) four ways on one ``llama_cpp.Llama`` with the backend's
-settings, and compares the logits of the last position:
+prompt built from real text (the task, the model's replies and the observations of the longest
+attempt in ``records/agent15-none``, in Qwen's chat markup; not the agent's exact prompt, since what
+is measured is how tokens are evaluated, not which) four ways on one ``llama_cpp.Llama`` with the
+backend's settings, and compares the logits of the last position:
 
 - ``whole``: the prompt in one call (``n_batch`` 512 chunks), the reference;
 - ``whole again``: the same after a reset (is one process deterministic?);
@@ -39,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def recorded_prompt(run: Path) -> str:
-    """One long recorded attempt as chat text: task, replies and observations in order."""
+    """The longest recorded attempt as chat text: task, replies and observations in order (no system prompt)."""
     with gzip.open(run / "attempts.jsonl.gz", "rt", encoding="utf-8") as fh:
         attempts = [json.loads(line) for line in fh if line.strip()]
     attempt = max(attempts, key=lambda a: len(a["steps"]))
