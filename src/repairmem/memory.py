@@ -327,7 +327,7 @@ class Memory:
     def recall(self, failure: SqlFailure | TerminalFailure, *, query_id: str, namespace: str | None = None,
                scope: Scope | str | None = None, position: int | None = None, session: str | None = None,
                confirm: Callable[[MemoryVariant], bool | None] | None = None,
-               failure_type: str | None = None, query: str | None = None) -> Recall:
+               failure_type: str | None = None, query: str | None = None, step: int | None = None) -> Recall:
         """Classify ``failure``, retrieve causally, let the gate decide, render; see the module doc.
 
         ``position`` defaults to after everything finalized (live use); benchmarks pass the stream
@@ -335,7 +335,8 @@ class Memory:
         ``confirm`` answers ``ask_feedback`` (default for SQL: the schema check, ``schema_check``).
         ``scope`` (same, cross, global) overrides the retrieval configuration's. ``failure_type``
         skips the classifier when the caller already knows the type. ``query`` replaces the
-        retrieval text built from the failure (the terminal agent's own hint query).
+        retrieval text built from the failure (the terminal agent's own hint query). ``step``: the
+        repair step the call is for (the gate's ``step_index``).
         """
         if not isinstance(query_id, str) or not query_id:
             raise InvalidInputError("recall needs a non-empty query_id (it keeps a query's own memories out)")
@@ -366,8 +367,11 @@ class Memory:
             result, action, why = None, "always_inject", "no gate: every retrieved memory is injected"
             injected = self._inject(kind, Action.HIGH_RECALL, None, found, db_ids, ns)
         else:
+            extra = {} if kind != "sql" else dict(
+                namespace=ns, similarity={s.memory.id: s.dense for s in found.answers},
+                step=check_int(step, "step", low=0, where="recall") if step is not None else 0)
             profile = QueryProfile(query_id, diagnosis.family, diagnosis.root_cause, diagnosis.confidence, signatures,
-                                   token_budget=self.token_budget, kind=kind, database=db_ids)
+                                   token_budget=self.token_budget, kind=kind, database=db_ids, **extra)
             if confirm is None and kind == "sql":
                 confirm = schema_check(failure)
             rendered: dict = {}
@@ -376,15 +380,16 @@ class Memory:
                 rendered["out"] = self._inject(kind, payload.action, payload, found, db_ids, ns)
                 return estimate_tokens(rendered["out"][2])
 
-            result = self.gate.decide(profile, found.positives, session=session or query_id, confirm=confirm,
-                                      inject=inject)
+            result = self.gate.decide(profile, (*found.answers, *found.positives), session=session or query_id,
+                                      confirm=confirm, inject=inject)
             injected = rendered["out"]
             action = result.decision.action.value
             why = self.audit.get(result.decision_id)["reason"] if result.decision_id else result.payload.note
             recall_id = result.decision_id or recall_id
         positives, negatives, text, blocks = injected
         recall = Recall(recall_id, action, text, tuple(m.id for m in (*positives, *negatives)),
-                        (*found.positives, *found.negatives), why, diagnosis, positives, negatives, found, blocks)
+                        (*found.answers, *found.positives, *found.negatives), why, diagnosis, positives, negatives,
+                        found, blocks)
         self._open[recall_id] = _Open(recall, result)
         if len(self._open) > MAX_OPEN_RECALLS:    # feedback that never came (live use); oldest first
             del self._open[next(iter(self._open))]
@@ -394,10 +399,10 @@ class Memory:
         """(positives, negatives, text, blocks) that reach the prompt for the gate's ``payload``
         (``None``: no gate, everything retrieved)."""
         if payload is None:
-            positives = tuple(s.memory for s in found.positives)
+            positives = tuple(s.memory for s in (*found.answers, *found.positives))
             negatives = tuple(s.memory for s in found.negatives)
         else:
-            by_id = {s.memory.id: s.memory for s in found.positives}
+            by_id = {s.memory.id: s.memory for s in (*found.answers, *found.positives)}
             positives = tuple(by_id[i] for i in dict.fromkeys(payload.memory_ids))
             negatives = (tuple(s.memory for s in found.negatives)
                          if positives and action is Action.HIGH_RECALL else ())
@@ -413,8 +418,9 @@ class Memory:
 
     def _sql_blocks(self, action: str, positives, negatives, database, namespace: str):
         """(positives, negatives, blocks) as ``sql_render`` shows them (module doc, second table)."""
-        def hint(m, i):
-            return schema_safe_hint(m, database, index=i, namespace=namespace).text
+        def hint(m, i):     # an answer is shown whole: a question and its verified query, nothing to mask
+            return render_memory(i, m) if m.role == "answer" else \
+                schema_safe_hint(m, database, index=i, namespace=namespace).text
 
         if self.sql_render == "hints" or action == Action.HIGH_RECALL.value:
             chosen = (*positives, *negatives)

@@ -87,6 +87,12 @@ class SqlFailureType(StrEnum):
     RESULT_MISMATCH = "Result Mismatch"
 
 
+# The failure type of an *answer* memory: a question and the query verified for it (``answer_memory``).
+# It is no failure class: retrieval keeps answers out of MERIT's transition pools and ranks them in a
+# pool of their own, by question (``retrieval.hybrid``).
+ANSWER = "Verified Answer"
+
+
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """One attempt of an episode: the text tried (SQL or command) and what was observed."""
@@ -250,15 +256,26 @@ class MemoryVariant:
             raise InvalidInputError("a negative memory records a failed direction: its outcome cannot be CORRECT")
 
     @property
+    def role(self) -> str:
+        """``answer`` (a verified answer), ``transition`` (a verified correction) or
+        ``failed_direction`` (a negative memory)."""
+        if self.failure_type == ANSWER:
+            return "answer"
+        return "transition" if self.polarity is Polarity.POSITIVE else "failed_direction"
+
+    @property
     def pattern(self) -> Pattern:
         return Pattern(self.kind, self.failure_type, self.root_cause or self.failure_subtype)
 
     @property
     def transition_key(self) -> str:
-        """Identity for merging duplicates: kind, namespace, polarity, failure type, normalized transition."""
+        """Identity for merging duplicates: kind, namespace, polarity, failure type, normalized
+        transition; for an answer also its question (an answer is found by its question)."""
         norm = normalize_sql if self.kind == "sql" else normalize_command
-        return "\x1f".join((self.kind, self.namespace, self.polarity.value, self.failure_type,
-                            norm(self.before), norm(self.after)))
+        parts = (self.kind, self.namespace, self.polarity.value, self.failure_type, norm(self.before), norm(self.after))
+        if self.failure_type == ANSWER:
+            parts += (" ".join(self.question.lower().split()),)
+        return "\x1f".join(parts)
 
     @property
     def source_pos(self) -> int:
@@ -355,3 +372,30 @@ def memory_from_episode(episode: Episode, *, context: str | None = None) -> Memo
         provenance=(Provenance(episode.query_id, episode.episode_id, episode.position,
                                episode.method, episode.namespace),),
     )
+
+
+def answer_memory(episode: Episode, *, context: str | None = None) -> MemoryVariant | None:
+    """The *answer* memory of a finalized episode whose last attempt was verified correct (at once
+    or after repair), else None: its question and the verified query, on its namespace.
+
+    Unlike MERIT's transition (``memory_from_episode``), it carries no failure: it states what this
+    question's verified answer was, so it can help a paraphrase of the question (Spider's twins).
+    It is written as the memory of its own one-attempt episode (``answer_episode``).
+    """
+    if not episode.finalized:
+        raise InvalidInputError(f"episode {episode.episode_id} is not finalized; it cannot write memory yet")
+    if not episode.solved:
+        return None
+    last = episode.attempts[-1]
+    return MemoryVariant(
+        kind=episode.kind, polarity=Polarity.POSITIVE, namespace=episode.namespace, failure_type=ANSWER,
+        question=episode.question, context=episode.context if context is None else context,
+        before="", after=last.text, outcome=Outcome.CORRECT,
+        provenance=(Provenance(episode.query_id, f"{episode.episode_id}#answer", episode.position,
+                               episode.method, episode.namespace),))
+
+
+def answer_episode(episode: Episode) -> Episode:
+    """The one-attempt episode an answer memory is recorded under (``EPISODE_ID#answer``), so the
+    store keeps one memory per episode and a resumed run writes it again idempotently."""
+    return replace(episode, episode_id=f"{episode.episode_id}#answer", attempts=episode.attempts[-1:])

@@ -124,7 +124,7 @@ def test_retrieved_memories_are_causal_and_are_the_ones_in_the_prompt(replayed):
                 if step["retrieved"] is None:
                     assert blocks == []
                     continue
-                ids = step["retrieved"]["positive"] + step["retrieved"]["negative"]
+                ids = step["retrieved"].get("answer", []) + step["retrieved"]["positive"] + step["retrieved"]["negative"]
                 if METHODS[name].gate is not None:   # what the gate let through, all of it retrieved
                     assert set(step["gate"]["injected"]) <= set(ids)
                     ids = step["gate"]["injected"]

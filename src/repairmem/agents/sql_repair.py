@@ -10,7 +10,8 @@ auditing, bookkeeping — is the same loop (MERIT §3.2, Appendix B/E):
    current query excluded), optionally reflect, render the repair prompt, audit it against the
    reference (fails closed), generate, extract the SQL, verify; stop at the first correct attempt;
 3. finalize: one memory from the final transition (positive if solved, negative otherwise),
-   if the method writes that polarity.
+   if the method writes that polarity; a method with ``answers`` also keeps a verified episode's
+   answer (its question and verified SQL, ``types.answer_memory``), at its first attempt too.
 
 The reference SQL and rows stay inside ``SqlEnvironment``; the loop sees only verdicts (status,
 DBMS error, the prediction's own result).
@@ -33,11 +34,12 @@ from ..sql.prompts import CLIP_CHARS, COMPACTION_LEVELS, AttemptView, prompt_ver
 from ..sql.prompts import MEMORY_BLOCK, extract_sql
 from ..classify.sql_signatures import identifiers as sql_identifiers
 from ..memory import Memory, Recall, SqlFailure
+from ..gate.features import ADDED_FEATURES
 from ..retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig
 from ..sql.hints import lesson, repeats_failed_direction
 from ..sql.schema import database_identifiers
 from ..sql.execute import MAX_TIMEOUT_S, execute_readonly
-from ..types import Attempt, Episode, Outcome, Polarity, memory_from_episode, normalize_sql
+from ..types import Attempt, Episode, Outcome, Polarity, answer_episode, answer_memory, memory_from_episode, normalize_sql
 from ..untrusted import untrusted
 from .sampling import check_repeat_sampling, repeat_sampling
 
@@ -64,10 +66,26 @@ class Method:
     gate: str | None = None      # the gate policy that decides what enters the prompt (None: all of it)
     render: str = "merit"        # how memory is shown: merit | hints | by_action (``Memory``'s sql_render)
     negative_guard: bool = False # a repair that repeats a direction that failed on this database is not run
+    answers: bool = False        # a verified episode also writes its answer memory (retrieved by question)
+    reward: str = "review"       # gated rows: review (issue 17's step_feedback) | outcome (``step_feedback``)
+    gate_params: tuple = ()      # (name, value) pairs for the gate policy; the issue-17 rows mask features 18-21
+
+    def __post_init__(self) -> None:
+        if self.reward not in REWARDS:
+            raise InvalidInputError(f"method {self.name}: reward must be one of {', '.join(REWARDS)}, got {self.reward!r}")
+        if self.answers and (self.retrieval is None or not self.retrieval.k_answer):
+            raise InvalidInputError(f"method {self.name}: answers need a retrieval row with k_answer > 0")
 
     @property
     def uses_memory(self) -> bool:
         return self.retrieval is not None
+
+
+REWARDS = ("review", "outcome")
+# What the no-memory loop spends per repaired failure (prompt + completion tokens), the exchange rate
+# the outcome reward prices payload tokens at (``gate.reward.outcome_reward``); measured on its
+# records by ``benchmarks/gate_reward.py`` (docs/results.md, issue 29).
+NO_MEMORY_TOKENS_PER_REPAIR = 144_769
 
 
 def _memory_method(name: str, writes: tuple[Polarity, ...] = BOTH) -> Method:
@@ -75,7 +93,15 @@ def _memory_method(name: str, writes: tuple[Polarity, ...] = BOTH) -> Method:
 
 
 def _gated(base: Method, name: str, policy: str = "rscb_mc") -> Method:
-    return replace(base, name=name, gate=policy)
+    return replace(base, name=name, gate=policy, gate_params=(("feature_mask", ADDED_FEATURES),))
+
+
+def _answering(name: str, retrieval: str, policy: str | None, writes: tuple[Polarity, ...] = BOTH) -> Method:
+    """An issue-29 row: answer memory (with MERIT's transitions when ``retrieval`` has them),
+    grounded, schema-safe renderings; gated by ``policy`` on the outcome reward, or ungated."""
+    return Method(name, retrieval=RETRIEVAL_METHODS[retrieval], writes=writes, grounded=True, gate=policy,
+                  render="by_action" if policy else "hints", negative_guard=True, answers=True,
+                  reward="outcome" if policy else "review")
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -103,6 +129,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
             negative_guard=True),
     replace(_gated(_memory_method("merit"), "merit_grounded_linucb", "linucb"), grounded=True, render="by_action",
             negative_guard=True),
+    # issue 29: memory of verified answers; the gate on the outcome reward, with features 18-21
+    _answering("answers_grounded", "answers", None, writes=()),
+    _answering("merit_answers_gated", "merit_answers", "rscb_mc"),
+    _answering("merit_answers_linucb", "merit_answers", "linucb"),
 )}
 
 
@@ -309,7 +339,7 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
     steps: list[dict[str, Any]] = []
     reflections: list[str] = []
     repair_version = prompt_version(options.dataset, "repair", options.layout, grounded=method.grounded,
-                                    hints=method.render != "merit")
+                                    hints=method.render != "merit", answers=method.answers)
     failed_here = None    # the negative memories of this database the stream had before this episode
     shown_samples = samples if method.grounded else ""   # rendered in the prompt, masked by the audit
     calls: list[_Call] = []   # the calls of the current step
@@ -347,13 +377,15 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
             recall = memory.recall(SqlFailure(example.question, current.sql, current.verdict_outcome.value,
                                               current.error or "", database=example.db_id, db_path=example.db_path,
                                               rows=tuple(current.rows)),
-                                   query_id=query_id, position=position, session=query_id)
+                                   query_id=query_id, position=position, session=query_id, step=len(attempts))
             retrieval = recall.retrieval
             positives, negatives = recall.positives, recall.negatives
             retrieval_info = {"positive": [s.memory.id for s in retrieval.positives],
                               "negative": [s.memory.id for s in retrieval.negatives],
                               "pools": [{k: v for k, v in p.__dict__.items() if k != "candidates"}
                                         for p in retrieval.pools]}
+            if method.answers:
+                retrieval_info["answer"] = [s.memory.id for s in retrieval.answers]
         history = [a.view(method.grounded) for a in attempts]
         greedy = options.generation()
         if method.reflections:
@@ -368,6 +400,9 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
                             "again. Write a query that differs from every attempt above.\n" + observations)
 
         blocks = recall.blocks if recall is not None else ()
+        shown = (*positives, *negatives)
+        answer_blocks = tuple(b for m, b in zip(shown, blocks) if m.role == "answer")
+        hint_blocks = tuple(b for m, b in zip(shown, blocks) if m.role != "answer")
 
         def render_repair(compaction: int) -> str:
             return repair_prompt(question=example.question, schema=schema, current_sql=current.sql,
@@ -376,7 +411,7 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
                                  positives=() if blocks else positives, negatives=() if blocks else negatives,
                                  reflections=reflections, evidence=example.evidence,
                                  observations=observations, samples=shown_samples, layout=options.layout,
-                                 compaction=compaction, hints=blocks)
+                                 compaction=compaction, hints=hint_blocks, answers=answer_blocks)
         # a model that has resubmitted once resubmits after a fresh attempt too (greedy calls after a
         # fresh attempt repeated 24 of 25 times in the 20-example probe), so sampling, once on, stays on
         sampling = method.grounded and repeats >= options.repeats_before_sampling
@@ -418,7 +453,7 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
         if method.negative_guard:
             step["failed_direction"] = attempts[-1].failed_direction
         if method.gate is not None:
-            feedback = step_feedback(recall, attempts[-1], example.db_path)
+            feedback = step_feedback(recall, attempts[-1], example.db_path, reward=method.reward)
             step["gate"] = {"recall": recall.id, "action": recall.action, "injected": list(recall.memory_ids),
                             "why": recall.why, "feedback": sorted(k for k, v in feedback.items() if v),
                             "reward": round(memory.feedback(recall.id, **feedback), 6)}
@@ -439,28 +474,35 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
         "steps": steps,
         "initial_usage": dict(initial.usage),
     }
-    episode, memory = finalized_episode(record, example, schema, method, run_id)
+    writes = finalized_writes(record, example, schema, method, run_id)
+    episode, memory = writes[0]
     record["memory"] = None if memory is None else {"polarity": memory.polarity.value,
                                                     "failure_type": memory.failure_type}
-    return EpisodeResult(record, episode, memory)
+    if method.answers:
+        record["answer_memory"] = len(writes) > 1
+    return EpisodeResult(record, episode, memory, writes)
 
 
-def step_feedback(recall: Recall, attempt: "_AttemptState", db_path) -> dict[str, bool]:
+def step_feedback(recall: Recall, attempt: "_AttemptState", db_path, *, reward: str = "review") -> dict[str, bool]:
     """The verifier's outcome of the step a recall's payload went into, as gate feedback.
 
-    ==========================  =========================================================
-    what happened               feedback (reward with the default weights)
-    ==========================  =========================================================
-    injected, repair correct    accepted + verified (+3)
-    injected, the repair reads  false_positive (-4): it copied the memory's table or
-    an identifier the database  column from another schema
-    lacks that an injected
-    memory reads
-    injected, otherwise wrong   rejected (-1): the memory did not lead to a repair
-    nothing injected, correct   correct_abstain (+0.5)
-    nothing injected, wrong     nothing (0)
-    ==========================  =========================================================
-    (less the payload's token cost). The reference never enters: only the verdict does.
+    ==========================  =================================  ===================================
+    what happened               ``review`` (issue 17's rows)       ``outcome`` (``outcome_reward``)
+    ==========================  =================================  ===================================
+    injected, repair correct    accepted + verified (+3)           accepted + verified (+3)
+    injected, the repair        false_positive (-4)                false_positive (-4)
+    copied a shown memory
+    injected, otherwise wrong   rejected (-1)                      nothing (0): nobody rejected it
+    nothing injected, correct   correct_abstain (+0.5)             correct_abstain (+3, weighted as a
+                                                                   verified step: the same outcome)
+    nothing injected, wrong     nothing (0)                        nothing (0)
+    ==========================  =================================  ===================================
+
+    (less the payload's token cost: 0.01 per token under ``review``, the no-memory loop's exchange
+    rate under ``outcome``). "Copied a shown memory": the repair reads a table or column the
+    database lacks that an injected memory reads (another schema's names), or, under ``outcome``,
+    it repeats a shown failed direction (a negative memory's ``after``, normalised). The
+    reference never enters: only the verdict does.
     """
     correct = attempt.verdict_outcome is Outcome.CORRECT
     if not recall.injected:
@@ -471,6 +513,10 @@ def step_feedback(recall: Recall, attempt: "_AttemptState", db_path) -> dict[str
     shown = set().union(*(sql_identifiers(m.before, m.after) for m in (*recall.positives, *recall.negatives)))
     if foreign & shown:
         return {"false_positive": True}
+    if reward == "outcome":
+        tried = normalize_sql(attempt.sql) if attempt.sql else None
+        repeated = any(tried is not None and normalize_sql(m.after) == tried for m in recall.negatives)
+        return {"false_positive": True} if repeated else {}
     return {"rejected": True}
 
 
@@ -480,7 +526,8 @@ class EpisodeResult:
 
     record: dict[str, Any]
     episode: Episode
-    memory: Any   # MemoryVariant | None: the one memory this method keeps from the episode
+    memory: Any   # MemoryVariant | None: the one transition this method keeps from the episode
+    writes: tuple = ()   # every (episode, memory) to write, in order: the episode itself, then its answer
 
 
 def finalized_episode(record: dict[str, Any], example: Example, schema: str, method: Method, run_id: str):
@@ -492,3 +539,16 @@ def finalized_episode(record: dict[str, Any], example: Example, schema: str, met
                       attempts=attempts, context=schema, method=method.name, finalized=True)
     memory = memory_from_episode(episode)
     return episode, memory if memory is not None and memory.polarity in method.writes else None
+
+
+def finalized_writes(record: dict[str, Any], example: Example, schema: str, method: Method,
+                     run_id: str) -> tuple[tuple[Episode, Any], ...]:
+    """Every (episode, memory) a record's finalization writes, rebuilt from the record: the episode
+    with its transition (``finalized_episode``), then, for a method with ``answers`` whose episode
+    was verified, its answer memory under its own episode (``types.answer_episode``)."""
+    episode, memory = finalized_episode(record, example, schema, method, run_id)
+    writes = [(episode, memory)]
+    answer = answer_memory(episode) if method.answers else None
+    if answer is not None:
+        writes.append((answer_episode(episode), answer))
+    return tuple(writes)

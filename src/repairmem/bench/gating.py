@@ -42,8 +42,8 @@ such a stream records ``step["gate"] = {"recall", "action", "injected", "why", "
   refused direction repeated three times counts 3 catches and 1 new. Both ``None`` when the method
   has no guard.
 
-This is the only part of the report that opens anything beyond the run folder (the databases,
-read-only, for the table catalogue).
+With :mod:`repairmem.bench.twins` (the dataset's gold queries), this is the only part of the report
+that opens anything beyond the run folder (the databases, read-only, for the table catalogue).
 """
 
 from __future__ import annotations

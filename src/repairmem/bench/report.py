@@ -2,10 +2,12 @@
 
 ``write_report(RUN_DIR)`` reads the run folder (``run.json``, ``skipped.json``,
 ``records/*.jsonl``) — and, for the gated rows' foreign-table count only, the catalogues of the
-dataset's databases (:mod:`repairmem.bench.gating`) — and writes into ``RUN_DIR/report/``:
+dataset's databases (:mod:`repairmem.bench.gating`), for the twin split only, the dataset's gold
+queries (:mod:`repairmem.bench.twins`) — and writes into ``RUN_DIR/report/``:
 
 - ``report.md``    tables shaped like MERIT's Tables 1–4 (accuracy; paired comparison against a
-                   baseline with a query-cluster bootstrap interval; repair behaviour and cost;
+                   baseline with a query-cluster bootstrap interval; the same split into twin and
+                   non-twin examples (:mod:`repairmem.bench.twins`); repair behaviour and cost;
                    ablations against full MERIT), memory and retrieval use, the gated rows'
                    decisions, failure types;
 - ``report.html``  the same content as one page: tables in HTML, plots embedded as base64
@@ -38,6 +40,7 @@ from ..files import output_dir
 from .gating import gate_blocks, gate_metrics
 from .metrics import ABLATIONS, Run, load_runs, method_label, run_metrics
 from .stats import compare_methods
+from .twins import twin_blocks, twin_metrics
 
 __all__ = ["ReportPaths", "build_metrics", "main_report", "render_html", "render_markdown", "write_report"]
 
@@ -105,6 +108,7 @@ def build_metrics(run: Run, *, baseline: str = "iterative", bootstrap: int = 10_
     out["ablations"] = {"reference": REFERENCE, "reference_present": reference is not None,
                         "difference": "variant - merit", "rows": ablation_rows}
     out["gating"] = gate_metrics(run)
+    out["twins"] = twin_metrics(run, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
     return out
 
 
@@ -228,6 +232,7 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                          _pp(r and r["statistic"]), _ci(r), _num(f and f["share_le_zero"], 3)])
         doc.append(("table", ["Method", "Queries × seeds", "Δ EX pp", "95% CI", "Δ repaired share pp", "95% CI",
                               "Share Δ* ≤ 0"], rows))
+    doc += twin_blocks(m.get("twins") or {})   # accuracy split by whether an earlier example had the same gold
 
     # Table 3
     doc.append(("h2", "Table 3. Repair behaviour and cost"))

@@ -36,8 +36,9 @@ from typing import Any, Callable
 
 from tqdm import tqdm
 
-from ..agents.sql_repair import LoopOptions, finalized_episode, method as get_method, run_episode
+from ..agents.sql_repair import NO_MEMORY_TOKENS_PER_REPAIR, LoopOptions, finalized_writes, method as get_method, run_episode
 from ..gate import AuditLog, Gate, Ledger, make_policy
+from ..gate.reward import RewardConfig, outcome_reward
 from ..gate.gate import load_gate_state, save_gate_state
 from ..memory import Memory
 from ..check import check_int
@@ -194,7 +195,14 @@ def refill_store(store, records: list[dict], dataset: Dataset, method_name: str,
     by_id = {ex.example_id: ex for ex in dataset.examples}
     for record in records:
         ex = by_id[record["example_id"]]
-        store.finalize(*finalized_episode(record, ex, dataset.schemas[ex.db_id], method, run_id))
+        for episode, memory in finalized_writes(record, ex, dataset.schemas[ex.db_id], method, run_id):
+            store.finalize(episode, memory)
+
+
+def reward_config(method) -> RewardConfig:
+    """The gate's reward weights for a method row: the review's defaults, or the outcome reward priced
+    at the no-memory loop's tokens per repaired failure (``gate.reward.outcome_reward``)."""
+    return outcome_reward(NO_MEMORY_TOKENS_PER_REPAIR) if method.reward == "outcome" else RewardConfig()
 
 
 def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, initial: dict, *,
@@ -226,7 +234,7 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
             if method.gate is not None:
                 policy, audit = _stream_gate(method, out, run_id, len(done), order)
             memory = Memory(store, MemoryIndex(store, encoder), policy=policy, retrieval=method.retrieval,
-                            sql_render=method.render)
+                            sql_render=method.render, reward_config=reward_config(method))
         samples: dict[str, str] = {}
         for position in range(len(done), len(order)):
             if stop_after is not None and position - len(done) >= stop_after:
@@ -243,7 +251,8 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
             append_jsonl(records_path, result.record)
             (gates / f"{position - 1}.json").unlink(missing_ok=True)
             if store is not None:
-                store.finalize(result.episode, result.memory)
+                for episode, written in result.writes:
+                    store.finalize(episode, written)
             if progress:
                 progress.add(result.record)
     finally:
@@ -262,13 +271,14 @@ def _stream_gate(method, out: Path, run_id: str, recorded: int, order: list):
     audit = AuditLog(out / "audit" / f"{run_id}.db")
     try:
         if recorded == 0:
-            gate = Gate(make_policy(method.gate), audit=audit, ledger=Ledger())
+            gate = Gate(make_policy(method.gate, **dict(method.gate_params)), audit=audit, ledger=Ledger(),
+                        reward_config=reward_config(method))
         else:
             path = gates / f"{recorded}.json"
             if not path.exists():
                 raise InvalidInputError(f"{path}: the gate state saved with record {recorded} of {run_id} is "
                                         "missing; the stream cannot resume exactly (start it again in a new --out)")
-            gate, meta = load_gate_state(path, audit=audit)
+            gate, meta = load_gate_state(path, audit=audit, reward_config=reward_config(method))
             if meta.get("after") != order[recorded - 1].example_id:
                 raise InvalidInputError(f"{path}: saved after {meta.get('after')!r}, but record {recorded} is "
                                         f"{order[recorded - 1].example_id!r}")

@@ -35,6 +35,7 @@ from .reward import Feedback
 APPLICATION_ID = 0x52504741  # "RPGA": a repairmem gate audit log
 SCHEMA_VERSION = 3     # 2: 18 features (schema compatibility, error line), session and ask resolution columns;
                        # 3: lead_id and injected_tokens (what feedback from another process needs)
+LEGACY_FEATURES = 18   # rows written before features 18-21 existed: read with those four as 0 (not measured)
 SCHEMA = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE decisions (
@@ -88,7 +89,7 @@ def decision_reason(decision: Decision, payload: Payload) -> str:
         for name in decision.override_reasons():
             value = {"family_confidence": x[5], "structural_match": max(x[6], x[7], x[8], x[9], x[17]),
                      "historical_false_positive_rate": x[12], "session_rejection_count": x[10],
-                     "schema_compatibility": 1.0 - x[16]}[name]
+                     "schema_compatibility": 1.0 - x[16], "answer_namespace": x[19]}[name]
             checks.append(f"{name}={value:.3g}")
         return f"safety override: injection forbidden ({', '.join(checks)}); chose {action.value}"
     if x[4] <= 0:
@@ -285,7 +286,10 @@ class AuditLog:
                         isinstance(v, (int, float) if kind is float else kind) and not isinstance(v, bool)
                         for v in rec[key]):
                     raise InvalidInputError(f"{key} must be a list of {kind.__name__} values")
-            rec["features"] = validate(parse_json(rec["features"], where="features"), where="features")
+            features = parse_json(rec["features"], where="features")
+            if isinstance(features, list) and len(features) == LEGACY_FEATURES:
+                features = features + [0.0] * (len(FEATURE_NAMES) - LEGACY_FEATURES)
+            rec["features"] = validate(features, where="features")
             check_number(rec["propensity"], "propensity")
             check_int(rec["payload_tokens"], "payload_tokens")
             if rec["reward"] is not None:

@@ -1,4 +1,4 @@
-"""RSCB-MC's state: the review's 16 features (Table 2), schema compatibility and error-line match, in R^18.
+"""RSCB-MC's state: the review's 16 features (Table 2) and six of ours, in R^22.
 
 Every feature is computed from observable data only: the query's diagnosis (``classify_terminal``
 of the command and log the agent saw, or ``classify_sql`` of the status and DBMS error), the
@@ -45,7 +45,25 @@ with the most evidence of applying (see ``FeatureExtractor``): by default the re
 17   error_line_match                 Jaccard of the error lines' words, with quoted names,       [0, 1]
                                       paths, numbers and stop words removed: the same failure
                                       in another project shares its message, not its paths
+18   step_index                       min(k, 10): the repair step of the episode the call is      [0, 10]
+                                      for (1 = the first repair; 0 when the caller gives none):
+                                      the sparse-experience paper retrieves late, not at once
+19   lead_same_namespace              1 when the lead memory is from the query's namespace        {0, 1}
+                                      (database, project), 0 otherwise or when none is given
+20   lead_question_similarity         the cosine of the current question and the lead's, as       [-1, 1]
+                                      retrieval measured it (``QueryProfile.similarity``, by
+                                      memory id; 0 when not measured: a transition's text is a
+                                      failure, not a question)
+21   lead_is_answer                   1 when the lead is an answer memory (a question and its      {0, 1}
+                                      verified query, ``types.ANSWER``), 0 for a transition.
+                                      Negative memories (failed directions) are never the lead:
+                                      they ride with high_recall_retrieval only
 ===  ===============================  =========================================================  ==============
+
+Features 0-15 are the review's sixteen; 16-21 are ours. A caller that gives no step, namespace
+or similarity (the terminal gate, the gate benchmark) leaves 18-21 at 0, so models learned on
+18 features are unchanged on them. An answer memory, when retrieved, leads (its question is the
+evidence that it applies, whatever the failure), and it agrees with any diagnosis (agreement 1).
 
 For SQL (``kind="sql"``) the family is MERIT's failure type, the root cause its sub-type, and the
 signatures are ``classify.sql_signatures``: features 7-9 compare the tables and columns the
@@ -71,7 +89,7 @@ from ..classify.sql_signatures import identifiers as sql_identifiers, sql_signat
 from ..classify.terminal import Signatures, TerminalDiagnosis, classify_terminal
 from ..check import check_int, check_number
 from ..errors import InvalidInputError
-from ..types import Counters, MemoryVariant
+from ..types import ANSWER, Counters, MemoryVariant
 from .actions import LATENCY_BASE_MS, LATENCY_PER_TOKEN_MS, estimate_tokens, render_resolution
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -80,12 +98,16 @@ FEATURE_NAMES: tuple[str, ...] = (
     "stack_signature_match", "session_rejection_count", "historical_acceptance_rate",
     "historical_false_positive_rate", "estimated_latency_ms", "estimated_token_cost",
     "token_budget_remaining", "missing_identifier_share", "error_line_match",
+    "step_index", "lead_same_namespace", "lead_question_similarity", "lead_is_answer",
 )
+# The four features added by issue 29; a method row that must behave as it did before masks them.
+ADDED_FEATURES: frozenset[int] = frozenset(range(18, 22))
+MAX_STEP = 10
 N_FEATURES = len(FEATURE_NAMES)
 INDEX = {name: i for i, name in enumerate(FEATURE_NAMES)}
 # Divisors that bring each feature to about [0, 1] for the linear models (fixed, not learned).
 SCALES: tuple[float, ...] = (1.0, 1.0, 1.0, 1.0, 5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 10.0, 1.0, 1.0,
-                             100.0, 100.0, 4000.0, 1.0, 1.0)
+                             100.0, 100.0, 4000.0, 1.0, 1.0, 10.0, 1.0, 1.0, 1.0)
 INV_SCALES: tuple[float, ...] = tuple(1.0 / s for s in SCALES)
 
 MAX_REJECTIONS = 10
@@ -100,6 +122,7 @@ class QueryProfile:
 
     ``database``: for SQL, the identifiers of the current database (``table:x``, ``column:y``), which
     schema compatibility checks a memory against; None when unknown (nothing is checked).
+    ``step``, ``namespace`` and ``similarity`` (memory id -> question cosine) feed features 18-20.
     """
 
     query_id: str
@@ -111,11 +134,14 @@ class QueryProfile:
     token_budget: int = 4000
     kind: str = "terminal"
     database: frozenset[str] | None = None
+    step: int = 0
+    namespace: str = ""
+    similarity: Mapping[int, float] | None = None
 
     def __post_init__(self) -> None:
         where = f"query {self.query_id}"
         check_number(self.confidence, "confidence", low=0.0, high=1.0, where=where)
-        for name in ("session_rejections", "token_budget"):
+        for name in ("session_rejections", "token_budget", "step"):
             check_int(getattr(self, name), name, low=0, where=where)
         if self.kind not in ("sql", "terminal"):
             raise InvalidInputError(f"query {self.query_id}: kind must be 'sql' or 'terminal', got {self.kind!r}")
@@ -272,7 +298,11 @@ class FeatureExtractor:
 
     def _lead(self, profile: QueryProfile, entries: list) -> tuple[int, float, tuple, tuple | None]:
         """``lead`` over cached entries, also returning the lead's entry and, when the tie-break
-        computed them, its command, path, stack and error-line Jaccards (``extract`` reuses them)."""
+        computed them, its command, path, stack and error-line Jaccards (``extract`` reuses them).
+        The first answer memory leads when there is one (module doc)."""
+        for i, e in enumerate(entries):
+            if e[0] == ANSWER:
+                return i, 1.0, e, None
         family, root = profile.family, profile.root_cause
         agrees = [_agree(e[0], e[1], family, root) for e in entries]
         best_agree = max(agrees)
@@ -305,9 +335,11 @@ class FeatureExtractor:
         n = len(candidates)
         budget = float(min(profile.token_budget, MAX_BUDGET))
         rejections = float(min(profile.session_rejections, MAX_REJECTIONS))
+        step = float(min(profile.step, MAX_STEP))
         if n == 0:
             return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, rejections,
-                    ACCEPT_PRIOR[0] / ACCEPT_PRIOR[1], FP_PRIOR[0] / FP_PRIOR[1], 0.0, 0.0, budget, 0.0, 0.0]
+                    ACCEPT_PRIOR[0] / ACCEPT_PRIOR[1], FP_PRIOR[0] / FP_PRIOR[1], 0.0, 0.0, budget, 0.0, 0.0,
+                    step, 0.0, 0.0, 0.0]
         if isinstance(candidates[0], tuple):
             memories = [c[0] for c in candidates]
             scores = [float(c[1]) for c in candidates]
@@ -337,6 +369,7 @@ class FeatureExtractor:
                  _jaccard(q_err, m_err))
         c = memory.counters if counters is None else counters.get(memory.id, memory.counters)
         tokens = self._tokens(memory)
+        similarity = profile.similarity.get(memory.id, 0.0) if profile.similarity else 0.0
         return [
             s1, s2, s1 - s2, entropy, float(n),
             profile.confidence * agree,
@@ -346,6 +379,8 @@ class FeatureExtractor:
             (c.false_positives + FP_PRIOR[0]) / (c.uses + FP_PRIOR[1]),
             LATENCY_BASE_MS + LATENCY_PER_TOKEN_MS * tokens, float(tokens), budget,
             self.missing_share(profile, memory), j[3],
+            step, float(bool(profile.namespace) and memory.namespace == profile.namespace),
+            max(-1.0, min(1.0, float(similarity))), float(memory.failure_type == ANSWER),
         ]
 
 

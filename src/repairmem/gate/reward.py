@@ -59,6 +59,29 @@ class RewardConfig:
         return asdict(self)
 
 
+def outcome_reward(tokens_per_repair: float, *, verified: float = 2.0, accepted: float = 1.0,
+                   false_positive: float = 4.0) -> RewardConfig:
+    """The reward of an autonomous repair loop, where a verifier judges every step (issue 29).
+
+    Injection and abstention are scored on the same verified outcome of the step: a verified step
+    earns w_v + w_a whether memory was injected (accepted + verified) or not (correct_abstain,
+    weighted w_v + w_a here); a failed step earns 0 either way (nobody rejected anything, so no
+    ``rejected``); a false positive (evidence that the model followed a memory that did not apply)
+    costs w_fp; payload tokens cost
+
+        w_t = (w_v + w_a) / tokens_per_repair,
+
+    the loop's own exchange rate of tokens into verified repairs (``tokens_per_repair``: what the
+    no-memory loop spends per repaired failure, measured on its records). A payload thus pays
+    when it raises the step's verified rate by more than tokens / tokens_per_repair; latency is
+    already in the tokens and not charged again. The review's ordering is kept.
+    """
+    check_number(tokens_per_repair, "tokens_per_repair", low=0, low_open=True, where="outcome_reward")
+    return RewardConfig(verified=verified, accepted=accepted, correct_abstain=verified + accepted,
+                        false_positive=false_positive, rejected=0.0, latency_per_ms=0.0,
+                        per_token=(verified + accepted) / tokens_per_repair)
+
+
 def load_reward_config(path: str | Path) -> RewardConfig:
     """A ``RewardConfig`` from a JSON file of weights (missing weights keep their defaults)."""
     path = Path(path)

@@ -15,6 +15,11 @@ For each polarity pool (MERIT §3.2, Appendix D):
 
 BM25 document statistics (N, df, average length) are taken over the selected pool, as MERIT's
 implementation scores each pool on its own.
+
+Answer memories (``types.ANSWER``: a question and its verified query) never enter those pools.
+With ``k_answer`` > 0 they form a third pool of their own, within ``answer_scope`` (the same
+database by default), ranked by the same hybrid score against the current *question* alone; the
+raw dense score of an answer is then the question-to-question cosine, which the gate reads.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import numpy as np
 
 from ..check import check_int, check_number
 from ..errors import InvalidInputError
-from ..types import MemoryVariant, Polarity, Scope, SqlFailureType
+from ..types import ANSWER, MemoryVariant, Polarity, Scope, SqlFailureType
 from .index import MemoryIndex
 from .texts import query_text
 
@@ -56,20 +61,28 @@ class RetrievalConfig:
     bm25_weight: float = 0.25
     scope: Scope = Scope.GLOBAL
     seed: int = 0
+    k_answer: int = 0              # answer memories retrieved by question (0: none; the paper's rows)
+    answer_scope: Scope = Scope.SAME
+    min_answer_similarity: float = -1.0   # an answer whose question's cosine is below this is not a candidate
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scope", Scope.parse(self.scope))
+        object.__setattr__(self, "answer_scope", Scope.parse(self.answer_scope))
         if self.type_mode not in TYPE_MODES:
             raise InvalidInputError(f"{self.name}: type_mode {self.type_mode!r} not in {TYPE_MODES}")
-        for name in ("k_positive", "k_negative", "k_pooled", "typed_min"):
+        for name in ("k_positive", "k_negative", "k_pooled", "typed_min", "k_answer"):
             check_int(getattr(self, name), name, low=0, where=self.name)
         for name in ("dense_weight", "bm25_weight", "type_bonus"):
             check_number(getattr(self, name), name, low=0, where=self.name)
+        check_number(self.min_answer_similarity, "min_answer_similarity", low=-1, high=1, where=self.name)
+        if self.k_answer and self.min_answer_similarity > -1 and self.dense_weight <= 0:
+            raise InvalidInputError(f"{self.name}: min_answer_similarity needs the dense channel (dense_weight > 0)")
         if self.dense_weight + self.bm25_weight <= 0 and self.type_mode != "random":
             raise InvalidInputError(f"{self.name}: dense_weight + bm25_weight must be > 0")
 
 
 MERIT = RetrievalConfig("merit")
+ANSWER_FLOOR = 0.74   # with the default encoder (all-MiniLM-L6-v2); docs/results.md, issue 29
 RETRIEVAL_METHODS: dict[str, RetrievalConfig] = {c.name: c for c in (
     MERIT,
     replace(MERIT, name="merit_type_reliability", type_mode="reliability"),
@@ -82,6 +95,10 @@ RETRIEVAL_METHODS: dict[str, RetrievalConfig] = {c.name: c for c in (
     replace(MERIT, name="cross_database_only", scope=Scope.CROSS),
     # not a row of the paper's Table 4; its finding that schema-local memory matters most, turned around
     replace(MERIT, name="same_database_only", scope=Scope.SAME),
+    # issue 29: memory of verified answers, alone and beside MERIT's transitions; the floor keeps 90 % of
+    # twins on the Spider dev examples outside the evaluation stream (benchmarks/answer_similarity.py)
+    RetrievalConfig("answers", k_positive=0, k_negative=0, k_answer=2, min_answer_similarity=ANSWER_FLOOR),
+    replace(MERIT, name="merit_answers", k_answer=2, min_answer_similarity=ANSWER_FLOOR),
 )}
 
 
@@ -137,10 +154,11 @@ class Retrieval:
     negatives: tuple[Scored, ...]
     pools: tuple[PoolExplanation, ...] = field(default=())
     method: str = ""
+    answers: tuple[Scored, ...] = ()     # answer memories, ranked by question (``k_answer``)
 
     @property
     def ids(self) -> list[int]:
-        return [s.memory.id for s in (*self.positives, *self.negatives)]
+        return [s.memory.id for s in (*self.answers, *self.positives, *self.negatives)]
 
     def explain(self) -> dict:
         return {"method": self.method, "pools": [p.__dict__ | {"candidates": list(p.candidates)} for p in self.pools]}
@@ -253,6 +271,8 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         if k == 0:
             continue
         legal = store.eligible_ids(polarity=polarity, **eligible)
+        if polarity is not Polarity.NEGATIVE:   # answers are ranked by question, in their own pool
+            legal = np.compress(index.type_match(legal, ANSWER) == 0, legal)
         typed = np.compress(index.type_match(legal, query.failure_type) > 0, legal)   # within what the store allowed
         filtering = config.type_mode in ("filter", "random") or (
             config.type_mode == "reliability" and query.failure_type in config.reliable_types)
@@ -266,6 +286,7 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         return _rank(index, pool, query, query_vector, config, max(k, explain_top), bonus)
 
     jobs = [(label, k, pool, bonus) for label, k, _, _, pool, _, bonus in selected]
+    answers = _answers(index, query, config, explain_top) if config.k_answer else ([], None)
     ranked_pools = None
     if len(jobs) == 2 and min(len(job[2]) for job in jobs) >= PARALLEL_MIN:   # the two pools side by side
         ranked_pools = _side_by_side(rank, *jobs)
@@ -279,7 +300,9 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         pools.append(PoolExplanation(label, len(legal), len(typed), len(pool), fell_back,
                                      config.type_mode, tuple(dict(zip(keys, row)) for row in ranked[:explain_top])))
 
-    picked = [row[0] for rows in found.values() for row in rows]
+    if answers[1] is not None:
+        pools.append(answers[1])
+    picked = [row[0] for rows in (*found.values(), answers[0]) for row in rows]
     memories = dict(zip(picked, store.get(picked)))   # one fetch, fresh from the store: counters move
 
     def scored(rows) -> tuple[Scored, ...]:
@@ -291,4 +314,19 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         negatives = tuple(s for s in chosen if s.memory.polarity is Polarity.NEGATIVE)
     else:
         positives, negatives = scored(found.get("+", [])), scored(found.get("-", []))
-    return Retrieval(positives, negatives, tuple(pools), config.name)
+    return Retrieval(positives, negatives, tuple(pools), config.name, scored(answers[0]))
+
+
+def _answers(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig, explain_top: int):
+    """(top ``k_answer`` rows, pool explanation) of the answer memories in ``answer_scope``, ranked by
+    the hybrid score against the current question alone (no type conditioning: answers have none)."""
+    legal = index.store.eligible_ids(position=query.position, query_id=query.query_id, namespace=query.namespace,
+                                     scope=config.answer_scope, polarity=Polarity.POSITIVE, kind=query.kind,
+                                     failure_type=ANSWER)
+    asked = replace(query, current="", failure_context="", failure_type="")
+    qvec = index.encode_query(asked.text) if config.dense_weight > 0 and len(legal) else None
+    ranked = _rank(index, legal, asked, qvec, config, max(config.k_answer, explain_top), 0.0)
+    ranked = [row for row in ranked if row[1] >= config.min_answer_similarity]
+    keys = ("id", "dense", "bm25", "dense_norm", "bm25_norm", "type_match", "score")
+    return ranked[:config.k_answer], PoolExplanation("answer", len(legal), len(legal), len(legal), False, "question",
+                                                     tuple(dict(zip(keys, row)) for row in ranked[:explain_top]))

@@ -9,7 +9,9 @@
 Terminal/coding variants use the same fields: the command takes the place of the SQL and the
 signatures (command, paths, stack, entities) join the lexical text, where exact overlap matters.
 A verified step of the terminal agent (signatures carry its ``step``) embeds its reasoning and
-the observation it acted on, as the sparse-experience paper does.
+the observation it acted on, as the sparse-experience paper does. An answer memory (a question and
+its verified query, ``types.answer_memory``) is found by its question alone on both channels: it
+is ranked against the current question, not against the failure.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..types import MemoryVariant, Polarity, normalize_command, normalize_sql
+from ..types import ANSWER, MemoryVariant, Polarity, normalize_command, normalize_sql
 from .bm25 import tokenize
 
 
@@ -49,6 +51,8 @@ def _signature_text(memory: MemoryVariant) -> str:
 
 
 def dense_text(memory: MemoryVariant) -> str:
+    if memory.failure_type == ANSWER:
+        return memory.question
     if memory.kind == "terminal" and "step" in memory.signatures:
         # a verified step of the terminal agent: its reasoning and the observation it acted on (the
         # sparse-experience paper embeds "each step's observation and reasoning")
@@ -65,6 +69,8 @@ def dense_text(memory: MemoryVariant) -> str:
 
 
 def bm25_text(memory: MemoryVariant) -> str:
+    if memory.failure_type == ANSWER:
+        return memory.question
     return " ".join(filter(None, (
         memory.question,
         memory.failure_context,

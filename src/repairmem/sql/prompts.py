@@ -69,7 +69,7 @@ Return only the SQL query between <answer> and </answer> tags."""
 
 
 def prompt_version(dataset: str, kind: str, layout: str = "paper", *, grounded: bool = False,
-                   hints: bool = False) -> str:
+                   hints: bool = False, answers: bool = False) -> str:
     """``spider-repair-v3``, ``bird-initial-v3``, ``spider-repair-v3-cache``, ``spider-repair-v3-grounded2`` …
 
     ``grounded``: the repair prompt carries observable evidence and schema sample values
@@ -83,15 +83,21 @@ def prompt_version(dataset: str, kind: str, layout: str = "paper", *, grounded: 
         raise InvalidInputError(f"unknown prompt layout {layout!r}; expected one of {LAYOUTS}")
     repair = kind == "repair"
     return (f"{dataset}-{kind}-v3" + ("-cache" if layout == "cache" and repair else "")
-            + ("-grounded2" if grounded and repair else "") + ("-hints" if hints and repair else ""))
+            + ("-grounded2" if grounded and repair else "") + ("-hints" if hints and repair else "")
+            + ("-answers" if answers and repair else ""))
 
 
 MEMORY_BLOCK = re.compile(r"^<<<MEMORY (\d+)>>>\n.*?\n<<<END MEMORY \1>>>$", re.DOTALL | re.MULTILINE)
 
 
 def render_memory(index: int, memory: MemoryVariant) -> str:
-    """One memory as a delimited block (MERIT Appendix B.3: verified transition / observed failure)."""
-    if memory.polarity is Polarity.POSITIVE:
+    """One memory as a delimited block (MERIT Appendix B.3: verified transition / observed failure;
+    an answer memory as a worked example of its database)."""
+    if memory.role == "answer":
+        body = (f"A question verified on database {memory.namespace}: {memory.question}\n"
+                f"Its verified SQL: {memory.after}\n"
+                "(Another question's answer: use it only as far as it answers this question.)")
+    elif memory.polarity is Polarity.POSITIVE:
         body = (f"Source question: {memory.question}\n"
                 f"Failure type: {memory.failure_type}\n"
                 f"Failed SQL: {memory.before}\n"
@@ -173,11 +179,13 @@ def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, 
                   history: Sequence[AttemptView], positives: Sequence[MemoryVariant] = (),
                   negatives: Sequence[MemoryVariant] = (), reflections: Sequence[str] = (),
                   evidence: str = "", observations: str = "", samples: str = "", layout: str = "paper",
-                  compaction: int = 0, hints: Sequence[str] = ()) -> str:
+                  compaction: int = 0, hints: Sequence[str] = (), answers: Sequence[str] = ()) -> str:
     """The repair prompt in either layout; every field is always present ("(none)" when empty).
 
     ``hints``: memory already rendered as delimited blocks (``sql.hints``), shown instead of the
-    positive and negative sections (prompt version ``-hints``).
+    positive and negative sections (prompt version ``-hints``). ``answers``: answer memories as
+    blocks (``render_memory``), in a section of their own before them (``-answers``); with answers
+    and no hints the empty memory sections are left out.
 
     ``compaction`` (0 to ``COMPACTION_LEVELS``) shortens the history, the reflections and then the
     sample values, for a prompt that did not fit the model's context window.
@@ -198,16 +206,19 @@ def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, 
                     + (f"\n{untrusted(observations)}" if observations else "")),
         "history": ("### Attempt history (every query below was observed to be incorrect)\n"
                     + render_history(history, compaction)),
+        "answers": ("### VERIFIED ANSWERS TO OTHER QUESTIONS ON THIS DATABASE (examples, not this answer)\n"
+                    + "\n".join(answers) if answers else ""),
         "positive": ("### LESSONS FROM EARLIER REPAIRS (directions, not answers)\n" + "\n".join(hints) if hints else
-                     f"### CONFIRMED SUCCESSFUL REPAIR DIRECTIONS\n{render_memories(positives)}"),
-        "negative": ("" if hints else
+                     "" if answers else f"### CONFIRMED SUCCESSFUL REPAIR DIRECTIONS\n{render_memories(positives)}"),
+        "negative": ("" if hints or answers else
                      f"### OBSERVED FAILED DIRECTIONS\n{render_memories(negatives, start=len(positives) + 1)}"),
         "reflections": "### LOCAL REFLECTIONS FROM THIS EPISODE\n"
                        + ("\n".join(f"- {clip(untrusted(r), compaction)}" for r in reflections)
                           if reflections else "(none)"),
     }
-    order = (("question", "schema", "current", "history", "positive", "negative", "reflections") if layout == "paper"
-             else ("schema", "question", "history", "positive", "negative", "reflections", "current"))
+    order = (("question", "schema", "current", "history", "answers", "positive", "negative", "reflections")
+             if layout == "paper" else
+             ("schema", "question", "history", "answers", "positive", "negative", "reflections", "current"))
     return "\n\n".join([_REPAIR_HEADER, *(sections[name] for name in order if sections[name]), _REPAIR_FOOTER])
 
 

@@ -22,7 +22,8 @@ SAFE = {"top1_score": 1.1, "top2_score": 0.8, "score_margin": 0.3, "candidate_en
         "family_confidence": 0.9, "entity_match_ratio": 0.5, "command_signature_match": 1.0,
         "path_signature_match": 0.6, "stack_signature_match": 0.7, "session_rejection_count": 0.0,
         "historical_acceptance_rate": 0.8, "historical_false_positive_rate": 0.05, "estimated_latency_ms": 25.0,
-        "estimated_token_cost": 60.0, "token_budget_remaining": 4000.0, "missing_identifier_share": 0.0, "error_line_match": 0.0}
+        "estimated_token_cost": 60.0, "token_budget_remaining": 4000.0, "missing_identifier_share": 0.0, "error_line_match": 0.0,
+        "step_index": 0.0, "lead_same_namespace": 0.0, "lead_question_similarity": 0.0, "lead_is_answer": 0.0}
 # A hard negative: the look-alike is the best-scored candidate, the classifier reads another cause.
 HARD_NEGATIVE = {**SAFE, "top1_score": 1.1, "score_margin": 0.4, "family_confidence": 0.0, "entity_match_ratio": 0.9,
                  "command_signature_match": 1.0, "path_signature_match": 1.0, "stack_signature_match": 1.0}

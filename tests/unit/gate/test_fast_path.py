@@ -52,7 +52,7 @@ def ref_agreement(m, family, root_cause):
 
 
 def ref_features(profile, candidates, counters):
-    """(features 0-17 as documented in ``features``' table (terminal memories: no schema check), lead index)."""
+    """(features 0-21 as documented in ``features``' table (terminal memories: no schema check), lead index)."""
     scores = [c.score for c in candidates]
     n = len(scores)
     q = ref_sets(profile.signatures)
@@ -71,7 +71,9 @@ def ref_features(profile, candidates, counters):
             profile.confidence * agree[lead], jaccard(q["ent"], m["ent"]), jaccard(q["cmd"], m["cmd"]),
             jaccard(q["paths"], m["paths"]), jaccard(q["stack"], m["stack"]), float(min(profile.session_rejections, 10)),
             (c.accepted + 1.0) / (c.uses + 2.0), (c.false_positives + 0.2) / (c.uses + 2.0), 7.0 + 0.3 * tokens,
-            float(tokens), float(min(profile.token_budget, 100_000)), 0.0, jaccard(q["err"], m["err"])], lead
+            float(tokens), float(min(profile.token_budget, 100_000)), 0.0, jaccard(q["err"], m["err"]),
+            float(min(profile.step, 10)), float(bool(profile.namespace) and memory.namespace == profile.namespace),
+            float((profile.similarity or {}).get(memory.id, 0.0)), 0.0], lead
 
 
 WORDS = ["db", "lock", "sqlite3", "database", "is", "locked", "'app.db'", "/tmp/x.py", "a\\b", "error", "port",
@@ -92,11 +94,14 @@ def make_memory(i, family, root, sig, uses):
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(families, roots, signatures, st.integers(0, 5), st.floats(0.0, 1.1)), min_size=1, max_size=5),
-       families, roots, signatures, st.floats(0.0, 1.0), st.integers(0, 12))
-def test_features_are_the_reference_features_bit_for_bit(mems, family, root, sig, confidence, rejections):
+       families, roots, signatures, st.floats(0.0, 1.0), st.integers(0, 12), st.integers(0, 12),
+       st.sampled_from(["", "p", "q"]), st.floats(-1.0, 1.0))
+def test_features_are_the_reference_features_bit_for_bit(mems, family, root, sig, confidence, rejections, step,
+                                                         namespace, similarity):
     candidates = [Scored(make_memory(i + 1, f, r, s, u), 0, 0, 0, 0, 0, score)
                   for i, (f, r, s, u, score) in enumerate(mems)]
-    profile = QueryProfile("q", family, root or "unknown", confidence, sig, session_rejections=rejections)
+    profile = QueryProfile("q", family, root or "unknown", confidence, sig, session_rejections=rejections, step=step,
+                           namespace=namespace, similarity={2: similarity})
     counters = {1: Counters(uses=3, false_positives=2)}
     expected, lead = ref_features(profile, candidates, counters)
     ext = FeatureExtractor()
@@ -124,7 +129,7 @@ def ref_linear(policy, x):
 def ref_rscb_scores(policy, x, allowed):
     mean, risk, w2 = ref_linear(policy, x)
     fade = max(0.0, 1 - policy.t / policy.prior_count)
-    evidence = x[5] + max(x[6], x[7], x[8], x[9], x[17])
+    evidence = x[5] + (x[20] if x[21] > 0 else max(x[6], x[7], x[8], x[9], x[17]))
     cost = policy.lambda_cost * (0.001 * x[13] + 0.01 * x[14])
     out = [-math.inf] * N_ACTIONS
     for a in allowed:
@@ -147,9 +152,10 @@ def check_argmax(d, expected, allowed):
 
 POLICIES = {"rscb_mc": lambda: trained(RSCBMC(alpha=0.7, kappa=0.2, lambda_cost=0.5, epsilon=0.3, seed=5), 12),
             "rscb_mc_learned": lambda: trained(RSCBMC(seed=1)), "linucb": lambda: trained(LinUCB(alpha=0.5))}
-vectors = st.lists(st.floats(0.0, 1.0), min_size=18, max_size=18).map(
+vectors = st.lists(st.floats(0.0, 1.0), min_size=22, max_size=22).map(
     lambda v: [v[0] + 0.1, v[1], v[2], v[3], float(round(v[4] * 5)), *v[5:10], round(v[10] * 5.0), *v[11:13],
-               v[13] * 100, v[14] * 300, v[15] * 4000, *v[16:18]])
+               v[13] * 100, v[14] * 300, v[15] * 4000, *v[16:18], float(round(v[18] * 10)), float(v[19] > 0.5),
+               2 * v[20] - 1, float(v[21] > 0.7)])
 
 
 @pytest.mark.parametrize("name", list(POLICIES))
@@ -181,7 +187,7 @@ def test_copies_and_pickles_decide_like_the_original():
     lose them (a deep-copied numpy view is a copy, no longer a view)."""
     policy = trained(RSCBMC(seed=2))
     rnd = random.Random(0)
-    xs = [[rnd.random() for _ in range(18)] for _ in range(20)]
+    xs = [[rnd.random() for _ in range(22)] for _ in range(20)]
     clones = [copy.deepcopy(policy), pickle.loads(pickle.dumps(policy)), copy.copy(policy)]
     for x in xs:
         d = policy.decide(x)
@@ -212,7 +218,7 @@ def test_linucb_scores_are_those_of_the_two_plain_matvecs_bit_for_bit():
     rnd = random.Random(1)
     n, d = N_ACTIONS, policy._M.shape[1]
     for _ in range(30):
-        x = [rnd.random() for _ in range(18)]
+        x = [rnd.random() for _ in range(22)]
         x[4] = 5.0
         xt = np.array(x + [1.0])
         mx = policy._M.dot(xt)

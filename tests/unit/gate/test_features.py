@@ -1,4 +1,4 @@
-"""Each of the 18 features on hand-built cases; validation; the lead candidate."""
+"""Each of the 22 features on hand-built cases; validation; the lead candidate."""
 
 import math
 
@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repairmem import Counters, MemoryVariant, Provenance
+from repairmem.types import ANSWER
 from repairmem.classify.terminal import Signatures, extract_signatures, signature_overlap
 from repairmem.errors import InvalidInputError
 from repairmem.gate.actions import render_resolution
@@ -42,8 +43,8 @@ def feat(x, name):
     return x[INDEX[name]]
 
 
-def test_there_are_sixteen_documented_features():
-    assert N_FEATURES == 18 and len(set(FEATURE_NAMES)) == 18
+def test_every_feature_is_documented():
+    assert N_FEATURES == 22 and len(set(FEATURE_NAMES)) == 22
     import repairmem.gate.features as module
     for name in FEATURE_NAMES:
         assert name in module.__doc__
@@ -123,7 +124,35 @@ def test_session_history_and_costs():
 
 def test_no_candidates():
     x = extract_features(profile(session_rejections=2, token_budget=300), [])
-    assert x == [0.0] * 10 + [2.0, 0.5, 0.1, 0.0, 0.0, 300.0, 0.0, 0.0]
+    assert x == [0.0] * 10 + [2.0, 0.5, 0.1, 0.0, 0.0, 300.0, 0.0, 0.0] + [0.0] * 4
+    assert extract_features(profile(step=3), [])[INDEX["step_index"]] == 3.0
+
+
+def answer(i, namespace="p"):
+    return MemoryVariant(kind="terminal", polarity="+", namespace=namespace, failure_type=ANSWER, question=f"q{i}",
+                         before="", after=f"answer {i}", outcome="CORRECT", provenance=(Provenance(f"s{i}", f"e{i}", i),),
+                         id=i)
+
+
+def test_step_namespace_and_similarity_features():
+    x = extract_features(profile(step=14, namespace="p", similarity={1: 0.75}), [scored(memory(1), 1.0)])
+    assert feat(x, "step_index") == 10.0            # capped at MAX_STEP
+    assert feat(x, "lead_same_namespace") == 1.0 and feat(x, "lead_question_similarity") == 0.75
+    assert feat(x, "lead_is_answer") == 0.0
+    x = extract_features(profile(namespace="other"), [scored(memory(1), 1.0)])
+    assert feat(x, "lead_same_namespace") == 0.0 and feat(x, "lead_question_similarity") == 0.0
+    assert feat(extract_features(profile(), [scored(memory(1), 1.0)]), "lead_same_namespace") == 0.0  # no namespace given
+
+
+def test_an_answer_memory_leads_and_agrees_with_any_diagnosis():
+    right = memory(1)                               # the same family and root cause as the query
+    ans = answer(2)
+    q = profile(namespace="p", similarity={2: 0.91})
+    ext = FeatureExtractor()
+    assert ext.ordered(q, [scored(right, 1.0), scored(ans, 0.2)])[0].memory is ans
+    x = ext.extract(q, [scored(right, 1.0), scored(ans, 0.2)])
+    assert feat(x, "lead_is_answer") == 1.0 and feat(x, "lead_question_similarity") == 0.91
+    assert feat(x, "family_confidence") == pytest.approx(q.confidence)
 
 
 def test_the_lead_is_the_candidate_with_the_most_evidence():

@@ -67,3 +67,19 @@ def test_feedback_is_consistent():
         Feedback(latency_ms=float("inf"))
     with pytest.raises(InvalidInputError):
         Feedback.from_mapping({"verfied": True})
+
+
+def test_outcome_reward_scores_injection_and_abstention_on_the_same_outcome():
+    from repairmem.gate.reward import outcome_reward
+    config = outcome_reward(150_000.0)
+    verified_injected = reward(Feedback(verified=True, accepted=True, tokens=300), config)
+    assert reward(Feedback(correct_abstain=True), config) == pytest.approx(3.0)
+    assert verified_injected == pytest.approx(3.0 - 300 * 3.0 / 150_000.0)
+    assert reward(Feedback(tokens=300), config) == pytest.approx(-300 * 3.0 / 150_000.0)   # failed, nobody rejected
+    assert reward(Feedback(false_positive=True), config) == -4.0
+    assert config.false_positive > config.verified > config.accepted                      # the review's ordering
+    # break-even: a payload pays when it adds more than tokens / tokens_per_repair verified steps
+    p, tokens = 0.01, 300
+    assert (p + tokens / 150_000.0) * 3.0 - tokens * config.per_token == pytest.approx(p * 3.0)
+    with pytest.raises(InvalidInputError):
+        outcome_reward(0)

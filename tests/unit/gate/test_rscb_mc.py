@@ -175,3 +175,25 @@ def test_the_same_failure_elsewhere_passes_the_structural_check_on_its_message_o
     policy = RSCBMC()
     assert policy.override_flags(x_of(SAFE, **weak)) == 2
     assert policy.override_flags(x_of(SAFE, **{**weak, **evidence})) == 0
+
+
+ANSWER_LEAD = {**SAFE, "lead_is_answer": 1.0, "lead_same_namespace": 1.0, "lead_question_similarity": 0.9,
+               "command_signature_match": 0.0, "path_signature_match": 0.0, "stack_signature_match": 0.0,
+               "entity_match_ratio": 0.0, "error_line_match": 0.0}
+
+
+def test_an_answer_lead_is_judged_by_its_question_not_by_the_failure_structure():
+    policy = RSCBMC()
+    assert policy.override_flags(x_of(ANSWER_LEAD)) == 0           # no structural overlap needed
+    assert policy.decide(x_of(ANSWER_LEAD)).injects                # a fresh gate's prior trusts a close question
+    d = policy.decide(x_of(ANSWER_LEAD, lead_same_namespace=0.0))
+    assert d.override_reasons() == ["answer_namespace"] and not d.injects
+    far = policy.decide(x_of(ANSWER_LEAD, lead_question_similarity=0.2)).scores     # the prior trusts a close one more
+    assert far[TOP1] < policy.decide(x_of(ANSWER_LEAD)).scores[TOP1]
+    # a transition lead with the same evidence is judged on structure, as before
+    assert policy.decide(x_of(ANSWER_LEAD, lead_is_answer=0.0)).override_reasons() == ["structural_match"]
+
+
+def test_masking_the_answer_feature_restores_the_structural_check():
+    policy = RSCBMC(feature_mask=frozenset({INDEX["lead_is_answer"]}))
+    assert policy.decide(x_of(ANSWER_LEAD)).override_reasons() == ["structural_match"]

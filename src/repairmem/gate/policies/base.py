@@ -36,7 +36,7 @@ class CorruptStateError(StoreError):
 
 # Override checks (bit flags), in the order they are reported.
 OVERRIDE_CHECKS = ("family_confidence", "structural_match", "historical_false_positive_rate",
-                   "session_rejection_count", "schema_compatibility")
+                   "session_rejection_count", "schema_compatibility", "answer_namespace")
 
 
 class Decision(NamedTuple):
@@ -77,7 +77,7 @@ def _argmax(scores: Sequence[float], allowed: Sequence[int]) -> int:
 
 
 def _check_x(x) -> list[float]:
-    """Fast path for the hot loop: 16 finite floats pass with one sum; anything else is validated."""
+    """Fast path for the hot loop: N_FEATURES finite floats pass with one sum; anything else is validated."""
     try:
         if len(x) == N_FEATURES and math.isfinite(sum(x)):
             return x if type(x) is list else list(x)

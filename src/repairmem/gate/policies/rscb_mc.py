@@ -49,13 +49,19 @@ class RSCBMC(_Linear):
     - historical_false_positive_rate > ``max_fp_rate``;
     - session_rejection_count >= ``max_session_rejections``;
     - missing_identifier_share > ``max_missing_identifiers`` (a SQL memory that reads tables or
-      columns the current database lacks: the SQL look-alike).
+      columns the current database lacks: the SQL look-alike);
+    - for an answer lead (``lead_is_answer``), which states a question's verified query rather than
+      a fix for a failure, the structural check is replaced by the namespace's: an answer from
+      another namespace (another database's question) is not injected. Retrieval admits only
+      answers whose question is close enough (``RetrievalConfig.min_answer_similarity``); how
+      close pays is left to the learned scores, which read the similarity.
 
     Prior. Until an action has been tried the linear models know nothing, and every score ties
     (the tie goes to abstain). RSCB-MC therefore adds a prior that fades as the action is learned:
 
         prior_a(x) = prior_weight f_a (e(x) - prior_threshold) max(0, 1 - t / n0),
         e(x) = family_confidence + max(entity, command, path, stack, error-line match)
+               (for an answer lead: family_confidence + question similarity)
 
     for injecting actions (f_a = 1, 0.8, 0.5, 0.3 for high_precision, top1, top3, high_recall:
     the smaller the payload, the more the prior trusts it), 0 otherwise; t is the number of
@@ -136,14 +142,22 @@ class RSCBMC(_Linear):
         self._check_fp = INDEX["historical_false_positive_rate"] not in m
         self._check_rej = INDEX["session_rejection_count"] not in m
         self._check_schema = INDEX["missing_identifier_share"] not in m
+        self._answer = INDEX["lead_is_answer"] if INDEX["lead_is_answer"] not in m else None
+        self._qsim = INDEX["lead_question_similarity"]
+        self._same = INDEX["lead_same_namespace"]
         self._lat = INDEX["estimated_latency_ms"]
         self._tok = INDEX["estimated_token_cost"]
         self._lat_w = 0.0 if self._lat in m else 0.001
         self._tok_w = 0.0 if self._tok in m else 0.01
 
+    def _is_answer(self, x: Sequence[float]) -> bool:
+        return self._answer is not None and x[self._answer] > 0
+
     def _evidence(self, x: Sequence[float]) -> float:
         """e(x) over the features the policy sees (an ablation's masked features do not count)."""
         family = x[5] if self._check_family else 0.0
+        if self._is_answer(x):
+            return family + x[self._qsim]
         return family + max((x[i] for i in self._match), default=0.0)
 
     def override_flags(self, x: Sequence[float]) -> int:
@@ -151,7 +165,10 @@ class RSCBMC(_Linear):
         flags = 0
         if self._check_family and x[5] < self.min_family_confidence:
             flags |= 1
-        if self._struct and max(x[i] for i in self._struct) < self.min_structural_match and (
+        if self._is_answer(x):
+            if x[self._same] <= 0:
+                flags |= 32
+        elif self._struct and max(x[i] for i in self._struct) < self.min_structural_match and (
                 self._err is None or x[self._err] < self.min_error_line_match) and (
                 self._ent is None or x[self._ent] < self.min_entity_match):
             flags |= 2

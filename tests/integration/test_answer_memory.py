@@ -1,0 +1,126 @@
+"""Memory of verified answers through the real loop (issue 29): real SQLite, replayed answers.
+
+The fixture adds a paraphrase *twin* of one question (the same gold query on the same database)
+that the scripted model never gets right by itself. A model that uses a shown memory is recorded
+(it answers with the SQL a worked example shows): with answer memory the twin is repaired from
+its earlier twin's verified answer; without it, it is not.
+"""
+
+import json
+import re
+
+import pytest
+
+from repairmem.agents.sql_repair import METHODS, LoopOptions
+from repairmem.bench.runner import RunConfig, run, stream_order
+from repairmem.gate import AuditLog
+from repairmem.gate.features import INDEX
+from repairmem.llm.protocol import ChatResult, Usage
+from repairmem.llm.replay import RecordingModel, ReplayModel
+from repairmem.retrieval.encoders import HashingEncoder
+from repairmem.sql.datasets import load_dataset
+from repairmem.store import open_store
+from tests.fixtures.mini_spider import SCRIPT, ScriptedAnswerer, build_mini_spider
+
+OSLO = "How many students live in Oslo?"
+TWIN = "How many students live in the city of Oslo?"
+SCRIPT_WITH_TWIN = {**SCRIPT, TWIN: (SCRIPT[OSLO][0], SCRIPT[OSLO][1],
+                                     ["SELECT count(*) FROM student WHERE city = 'oslo'"])}
+ROWS = ("iterative_grounded", "merit_grounded", "answers_grounded", "merit_answers_gated", "merit_answers_linucb")
+
+
+def words(text):
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+class UsesWorkedExamples(ScriptedAnswerer):
+    """The scripted answers, except that a prompt showing a verified answer to a question that shares
+    most of its words with this one is answered with that answer's SQL."""
+
+    def chat(self, messages, config=None, *, tools=None):
+        prompt = messages[-1].content
+        asked = re.search(r"### Question\n(.+)", prompt).group(1)
+        shown = re.search(r"A question verified on database \w+: (.+)\nIts verified SQL: (.+)", prompt)
+        if shown is None or len(words(asked) & words(shown.group(1))) < 0.9 * len(words(shown.group(1))):
+            return super().chat(messages, config, tools=tools)
+        text = f"<answer>{shown.group(2).strip()}</answer>"
+        return ChatResult(text, Usage(len(messages[-1].content.split()), 3), self.name, "stop", 0.001)
+
+
+def read(out, method, seed):
+    return [json.loads(line) for line in (out / "records" / f"{method}-seed{seed}.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("answers")
+    data = build_mini_spider(tmp / "spider", script=SCRIPT_WITH_TWIN)
+    dataset = load_dataset("spider", str(data))
+    seed = next(s for s in range(50) if [e.question for e in stream_order(dataset, s)].index(OSLO)
+                < [e.question for e in stream_order(dataset, s)].index(TWIN))
+    config = RunConfig("spider", str(data), ROWS, (seed,), model="replay:unused", encoder="hashing",
+                       options=LoopOptions(budget=3))
+    cassette = tmp / "cassette.jsonl"
+    run(config, tmp / "recorded", model=RecordingModel(UsesWorkedExamples(SCRIPT_WITH_TWIN), cassette),
+        encoder=HashingEncoder(256), show_progress=False, log=lambda s: None)
+    out = run(config, tmp / "replayed", model=ReplayModel(cassette), encoder=HashingEncoder(256),
+              show_progress=False, log=lambda s: None)
+    return out, seed
+
+
+def twin_record(out, method, seed):
+    records = read(out, method, seed)
+    return next(r for r in records if r["attempts"][0]["sql"].endswith("'oslo'")), records
+
+
+def test_verified_episodes_write_one_answer_memory_each_and_failed_ones_none(streams):
+    out, seed = streams
+    records = read(out, "answers_grounded", seed)
+    store = open_store(out / "stores" / f"answers_grounded-seed{seed}.db")
+    try:
+        memories = store.all_variants()
+    finally:
+        store.close()
+    verified = [r for r in records if r["final_correct"]]
+    assert len(memories) == len(verified) > 0          # writes=(): no transitions, one answer per verified episode
+    assert {m.role for m in memories} == {"answer"} and all(m.before == "" for m in memories)
+    assert all(r["answer_memory"] == r["final_correct"] for r in records)
+
+
+def test_the_twin_is_repaired_from_its_earlier_twins_verified_answer_and_counted(streams):
+    out, seed = streams
+    twin, _ = twin_record(out, "answers_grounded", seed)
+    assert twin["final_correct"] and not twin["initial_correct"]
+    call = twin["steps"][0]["calls"][0]
+    assert call["memories_equal_to_reference"] == 1     # causal, allowed, and counted in the record
+    without, _ = twin_record(out, "iterative_grounded", seed)
+    assert not without["final_correct"]
+
+
+def test_paper_memory_rows_write_no_answers(streams):
+    out, seed = streams
+    store = open_store(out / "stores" / f"merit_grounded-seed{seed}.db")
+    try:
+        assert all(m.role != "answer" for m in store.all_variants())
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("name", ["merit_answers_gated", "merit_answers_linucb"])
+def test_gated_answer_rows_lead_with_the_answer_and_score_abstention_on_the_same_outcome(streams, name):
+    out, seed = streams
+    assert METHODS[name].reward == "outcome"
+    twin, records = twin_record(out, name, seed)
+    with AuditLog(out / "audit" / f"{name}-seed{seed}.db", create=False) as audit:
+        first = audit.get(twin["steps"][0]["gate"]["recall"])
+        assert first["features"][INDEX["lead_is_answer"]] == 1.0
+        assert first["features"][INDEX["lead_same_namespace"]] == 1.0
+        assert first["features"][INDEX["step_index"]] == 1.0
+        for r in records:
+            for step in r["steps"]:
+                gate, attempt = step["gate"], r["attempts"][step["k"]]
+                if attempt["outcome"] == "CORRECT" and not gate["injected"]:
+                    assert gate["reward"] == pytest.approx(3.0)          # a verified step without memory
+                if attempt["outcome"] != "CORRECT":
+                    assert "rejected" not in gate["feedback"]            # nobody rejected a failed step
+                    assert gate["reward"] <= 0
