@@ -205,8 +205,11 @@ def test_the_agents_own_attempt_containing_the_reference_as_a_prefix_is_not_a_le
 def test_gated_rows_refuse_foreign_schemas_inject_same_database_memory_and_learn_from_each_step(replayed, name):
     """The gate in the live loop: with RSCB-MC a memory that reads tables the example's database lacks
     never reaches the prompt (LinUCB, the baseline without a safety override, may inject it); a
-    verified memory of the same database does; every step's reward is the one the audit log holds,
-    and the saved policy has learned from every step."""
+    verified memory of the same database does under the review's reward; every step's reward is the
+    one the audit log holds, and the saved policy has learned from every step. (Under the outcome
+    reward the fixture teaches abstention: its scripted model repairs without memory, so a verified
+    abstention earns what a verified injection does, without the tokens; tests/integration/
+    test_answer_memory.py covers those rows.)"""
     _, out, _ = replayed
     safe = METHODS[name].gate == "rscb_mc"
     from repairmem.gate import AuditLog
@@ -228,6 +231,7 @@ def test_gated_rows_refuse_foreign_schemas_inject_same_database_memory_and_learn
                 for m in store.get(gate["injected"]):
                     injected_same += m.namespace == r["db_id"] and m.polarity.value == "+"
     store.close()
-    assert injected_same and (refused_foreign or not safe), (refused_foreign, injected_same)
+    assert (injected_same or METHODS[name].reward == "outcome") and (refused_foreign or not safe), \
+        (refused_foreign, injected_same)
     saved = sorted((out / "gates" / f"{name}-seed0").glob("*.json"), key=lambda p: int(p.stem))
     assert json.loads(saved[-1].read_text())["state"]["t"] == steps

@@ -34,6 +34,7 @@ from ..sql.prompts import CLIP_CHARS, COMPACTION_LEVELS, AttemptView, prompt_ver
 from ..sql.prompts import MEMORY_BLOCK, extract_sql
 from ..classify.sql_signatures import identifiers as sql_identifiers
 from ..memory import Memory, Recall, SqlFailure
+from ..gate.actions import estimate_tokens
 from ..gate.features import ADDED_FEATURES
 from ..retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig
 from ..sql.hints import lesson, repeats_failed_direction
@@ -452,6 +453,8 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
                 "sampled": sampling, "calls": [c.record() for c in calls]}
         if method.negative_guard:
             step["failed_direction"] = attempts[-1].failed_direction
+        if method.answers:   # what the memory cost in the prompt, for the reward accounting of ungated rows too
+            step["memory_tokens"] = estimate_tokens(recall.text) if recall is not None else 0
         if method.gate is not None:
             feedback = step_feedback(recall, attempts[-1], example.db_path, reward=method.reward)
             step["gate"] = {"recall": recall.id, "action": recall.action, "injected": list(recall.memory_ids),
