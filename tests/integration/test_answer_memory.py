@@ -124,3 +124,26 @@ def test_gated_answer_rows_lead_with_the_answer_and_score_abstention_on_the_same
                 if attempt["outcome"] != "CORRECT":
                     assert "rejected" not in gate["feedback"]            # nobody rejected a failed step
                     assert gate["reward"] <= 0
+
+
+def test_the_report_scores_every_stream_under_the_outcome_reward(streams):
+    """The outcome table: +3 per verified step less the memory tokens' price, from each stream's records;
+    n/a for a memory row that does not record its memory tokens (the paper's rows)."""
+    from repairmem.bench.metrics import load_runs
+    from repairmem.bench.report import build_metrics, render_markdown
+    out, seed = streams
+    metrics = build_metrics(load_runs([out]), baseline="iterative_grounded", bootstrap=200)
+    table = metrics["gating"]["outcome"]
+    per_token = table["per_token"]
+    for name in ROWS:
+        x = table["streams"][name][str(seed)]
+        if name == "merit_grounded":
+            assert x is None
+            continue
+        records = read(out, name, seed)
+        verified = sum(r["attempts"][s["k"]]["outcome"] == "CORRECT" for r in records for s in r["steps"])
+        tokens = sum(s.get("memory_tokens", 0) for r in records for s in r["steps"])
+        assert x["verified_steps"] == verified and x["memory_tokens"] == tokens
+        assert x["reward"] == pytest.approx(3 * verified - per_token * tokens)
+        assert (tokens == 0) == (name == "iterative_grounded")
+    assert "Every stream under the outcome reward" in render_markdown(metrics)

@@ -56,6 +56,7 @@ from ..classify.sql_signatures import sql_parts
 from ..errors import RepairmemError
 from ..gate.actions import ACTIONS
 from ..gate.reward import RewardConfig
+from .runner import reward_config
 from ..sql.datasets import load_dataset
 from ..sql.schema import database_identifiers
 from .metrics import Run, method_label
@@ -184,8 +185,37 @@ def _database_tables(run: Run) -> Callable[[str], frozenset[str] | None]:
     return tables_of
 
 
+def outcome_accounting(records: Sequence[Mapping[str, Any]], weights: RewardConfig) -> dict[str, Any] | None:
+    """One stream scored by the outcome reward from its records alone, whatever the stream's own gate:
+    Σ_steps (w_v + w_a) [step verified] − w_t · memory tokens, no false-positive charge (it needs the
+    shown memories). ``None`` for a stream that shows memory without recording its tokens
+    (``step["memory_tokens"]``, written by the answer rows): its cost is unknown."""
+    steps = verified = tokens = 0
+    for record in records:
+        for index, step in enumerate(record["steps"]):
+            if step.get("retrieved") is not None and "memory_tokens" not in step:
+                return None
+            steps += 1
+            verified += _following(record, index, step).get("outcome") == "CORRECT"
+            tokens += int(step.get("memory_tokens", 0))
+    total = (weights.verified + weights.accepted) * verified - weights.per_token * tokens
+    return {"steps": steps, "verified_steps": verified, "memory_tokens": tokens, "reward": round(total, 6)}
+
+
+def _outcome_table(run: Run) -> dict[str, Any] | None:
+    """Every stream of the run under the outcome accounting, when the run holds an outcome-reward row."""
+    rows = [m for m in run.methods if m in METHODS and METHODS[m].reward == "outcome"]
+    if not rows:
+        return None
+    weights = reward_config(METHODS[rows[0]])
+    return {"per_token": weights.per_token, "streams": {
+        name: {str(seed): outcome_accounting(run.records[(name, seed)], weights) for seed in run.seeds(name)}
+        for name in run.methods}}
+
+
 def gate_metrics(run: Run) -> dict[str, Any]:
-    """``{"streams": {method: {seed: numbers}}, "reward_weights", "caption"}`` for the gated methods."""
+    """``{"streams": {method: {seed: numbers}}, "reward_weights", "caption", "outcome"}`` for the gated
+    methods (``outcome``: every stream under the outcome accounting, when an outcome-reward row is there)."""
     streams: dict[str, dict[str, Any]] = {}
     methods = gated_methods(run)
     tables_of = _database_tables(run) if methods else None
@@ -202,7 +232,11 @@ def gate_metrics(run: Run) -> dict[str, Any]:
                            for role, partner in (("always_inject", always), ("never_inject", never))}
             per[str(seed)] = m
         streams[name] = per
-    return {"streams": streams, "reward_weights": RewardConfig().to_dict(), "caption": CAPTION}
+    out = {"streams": streams, "reward_weights": RewardConfig().to_dict(), "caption": CAPTION}
+    outcome = _outcome_table(run) if methods else None
+    if outcome is not None:     # only then: the reports of earlier runs stay as they were
+        out["outcome"] = outcome
+    return out
 
 
 # -- the report's blocks ---------------------------------------------------------------------------
@@ -256,4 +290,18 @@ def gate_blocks(gating: Mapping[str, Any]) -> list[tuple]:
         doc.append(("table", ["Stream", "Against", "Examples", "Gated only", "Partner only", "Δ EX pp"], rows, "llrrrr"))
     else:
         doc.append(("p", "No partner stream of the same seed is in this run."))
-    return doc
+    return doc + _outcome_blocks(gating.get("outcome"))
+
+
+def _outcome_blocks(outcome: Mapping[str, Any] | None) -> list[tuple]:
+    if not outcome:
+        return []
+    rows = [[f"`{m}` seed {s}", "–", "–", "–", "n/a (memory tokens not recorded)"] if x is None else
+            [f"`{m}` seed {s}", str(x["steps"]), str(x["verified_steps"]), f"{x['memory_tokens']:,}", _f(x["reward"])]
+            for m, per in outcome["streams"].items() for s, x in per.items()]
+    return [("h2", "Every stream under the outcome reward"),
+            ("p", "Each stream scored alike from its records (`gate.reward.outcome_reward`): +3 per verified "
+                  f"repair step, −{outcome['per_token']:.3g} per memory token in the prompt, no false-positive "
+                  "charge; the never-inject row is `iterative_grounded`, the always-inject rows are the ungated "
+                  "memory rows. Real outcomes of each stream, not a counterfactual."),
+            ("table", ["Stream", "Steps", "Verified steps", "Memory tokens", "Reward"], rows, "lrrrr")]
