@@ -57,7 +57,7 @@ METHOD_ORDER = ("zeroshot", "iterative", "iterative_grounded", "reflexion", "dyn
                 "merit", "merit_grounded", "merit_type_reliability", "positive_only", "no_type_filter", "no_dense",
                 "no_bm25", "random_same_type", "cross_database_only", "same_database_only",
                 "same_database_only_grounded", "merit_gated", "merit_grounded_hints", "merit_grounded_gated",
-                "merit_grounded_linucb")
+                "merit_grounded_linucb", "answers_grounded", "merit_answers_gated", "merit_answers_linucb")
 #: rows of the ablation table (MERIT Table 4), compared with full MERIT
 ABLATIONS = ("positive_only", "no_type_filter", "no_dense", "no_bm25", "random_same_type", "cross_database_only",
              "same_database_only", "merit_type_reliability")
@@ -70,6 +70,8 @@ METHOD_LABELS = {
     "same_database_only": "Same-database only", "same_database_only_grounded": "Same-database only (grounded)",
     "merit_gated": "MERIT + RSCB-MC gate", "merit_grounded_hints": "MERIT hints (grounded)",
     "merit_grounded_gated": "MERIT + RSCB-MC gate (grounded)", "merit_grounded_linucb": "MERIT + LinUCB gate (grounded)",
+    "answers_grounded": "Answers (grounded)", "merit_answers_gated": "MERIT + answers + RSCB-MC (grounded)",
+    "merit_answers_linucb": "MERIT + answers + LinUCB (grounded)",
 }
 UNCLASSIFIED = "(unclassified)"
 _RECORD_FILE = re.compile(r"^(?P<method>.+)-seed(?P<seed>\d+)\.jsonl(?:\.gz)?$")
