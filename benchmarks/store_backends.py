@@ -53,7 +53,7 @@ from repairmem.retrieval.encoders import HashingEncoder
 from repairmem.retrieval.hybrid import MERIT, retrieve
 from repairmem.retrieval.index import MemoryIndex
 from repairmem.retrieval.texts import dense_text
-from repairmem.store import open_store
+from repairmem.store import is_postgres_url, open_store
 
 HERE = Path(__file__).resolve().parent
 
@@ -149,7 +149,7 @@ def fill(path: str, memories: list, encoder, analyze: bool = True) -> float:
     with open_store(path, embedder=speed.PrecomputedEmbedder(encoder)) as store:
         for start in range(0, len(memories), 2000):
             store.import_variants(memories[start:start + 2000])
-    if analyze and path.startswith("postgresql://"):
+    if analyze and is_postgres_url(path):
         import psycopg
         with psycopg.connect(path, autocommit=True) as conn:
             conn.execute("ANALYZE")

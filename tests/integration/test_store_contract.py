@@ -51,6 +51,20 @@ def is_pg(target) -> bool:
     return target.startswith("postgresql://")
 
 
+# -- the protocol ---------------------------------------------------------------------------------
+
+def test_an_open_store_is_exactly_the_protocol(target):
+    """Every member of ``MemoryStore`` is there (instance attributes included) and nothing public beyond it."""
+    from repairmem.store import MemoryStore
+    from tests.unit.test_store_protocol import protocol_members, public_members
+    methods, data = protocol_members()
+    with open_store(target) as s, open_store(target, read_only=True) as r:
+        for store in (s, r):
+            assert isinstance(store, MemoryStore) and public_members(store) == methods | data
+        assert (s.read_only, r.read_only, s.embedder, s.schema_version) == (False, True, None, SCHEMA_VERSION)
+        assert (s.index_path is None) == is_pg(target)
+
+
 # -- finalize, merge, provenance ------------------------------------------------------------------
 
 def test_memory_visible_only_after_its_position_and_never_to_its_own_query(store):

@@ -3,7 +3,8 @@
 A foreign SQLite file is refused before a byte of it (its journal mode included) changes; a store
 or audit log opened read-only is never created, written, or given side files; a target database
 (WAL mode or not) is read without ``-wal``/``-shm`` files appearing beside it. Files are checked
-by hashing every file of their folder before and after.
+by hashing every file of their folder before and after. A file written whole (``write_atomic``)
+has the mode of a plain write and leaves no temporary file, even when the write fails.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from repairmem import InvalidInputError, StoreError, memory_from_episode, sqlite_wal
+from repairmem.files import write_atomic
 from repairmem.gate.audit import AuditLog
 from repairmem.retrieval.encoders import resolve_encoder
 from repairmem.retrieval.index import MemoryIndex
@@ -192,3 +194,21 @@ def test_the_uri_quotes_paths_that_look_like_uri_syntax(tmp_path):
     result = execute_readonly(db, "SELECT name FROM singer ORDER BY id")
     assert result.ok and result.rows == (("s0",), ("s1",))
     assert snapshot(folder) == {"x.sqlite": snapshot(folder)["x.sqlite"]}
+
+
+# -- whole files ---------------------------------------------------------------------------------
+
+def test_an_atomic_write_is_whole_has_the_mode_of_a_plain_write_and_leaves_no_temporary_file(tmp_path):
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    write_atomic(tmp_path / "a.md", "é |\n")
+    write_atomic(tmp_path / "b.png", b"\x89PNG\x00\xff")
+    assert (tmp_path / "a.md").read_bytes() == "é |\n".encode()
+    assert (tmp_path / "b.png").read_bytes() == b"\x89PNG\x00\xff"
+    assert {(tmp_path / n).stat().st_mode for n in ("a.md", "b.png")} == {plain.stat().st_mode}
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(InvalidInputError, match="the file is unchanged"):
+        write_atomic(tmp_path / "folder", "x")         # a folder in the way: the rename fails
+    with pytest.raises(InvalidInputError, match="cannot write here"):
+        write_atomic(tmp_path / "missing" / "x.json", "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.png", "folder", "plain.txt"]

@@ -36,7 +36,7 @@ from typing import Any, Mapping, Sequence, TextIO
 from .. import __version__
 from ..check import check_int
 from ..untrusted import printable
-from ..files import output_dir
+from ..files import output_dir, write_atomic
 from .gating import gate_blocks, gate_metrics
 from .metrics import ABLATIONS, Run, load_runs, method_label, run_metrics
 from .stats import compare_methods
@@ -159,10 +159,19 @@ Block = tuple  # ("h1"|"h2"|"p", text) | ("table", headers, rows[, align]) | ("i
 
 
 def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
+    """The report as blocks, section by section."""
+    return [*_run_blocks(m), *_skipped_blocks(m), *_accuracy_blocks(m), *_paired_blocks(m),
+            *twin_blocks(m.get("twins") or {}),     # accuracy split by whether an earlier example had the same gold
+            *_cost_blocks(m), *_sampling_blocks(m), *_ablation_blocks(m), *_memory_blocks(m),
+            *gate_blocks(m.get("gating") or {}),    # gated rows: what the gate chose and what followed
+            *_failure_type_blocks(m), *_plot_blocks(m, plots)]
+
+
+def _run_blocks(m: Mapping[str, Any]) -> list[Block]:
+    """The title, the run's setup and status, the scoring note."""
     run, config = m["run"], m["run"]["config"]
     options = config.get("options") or {}
     methods = m["method_order"]
-    agg = m["methods"]
     doc: list[Block] = [("h1", f"repairmem report: {run['name']}")]
     setup = [f"dataset `{config.get('dataset', '?')}`", f"model `{config.get('model', '?')}`",
              f"methods {', '.join(f'`{x}`' for x in config.get('methods', methods))}",
@@ -183,7 +192,12 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
     if run["notes"]:
         doc.append(("list", list(run["notes"])))
     doc.append(("p", m["scoring"]))
+    return doc
 
+
+def _skipped_blocks(m: Mapping[str, Any]) -> list[Block]:
+    """The skipped examples, by database and reason."""
+    doc: list[Block] = []
     sk = m["skipped"]
     doc.append(("h2", "Skipped examples"))
     if sk["count"]:
@@ -195,8 +209,13 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                      for d in sk["by_database"]], "llrl"))
     else:
         doc.append(("p", "None."))
+    return doc
 
-    # Table 1
+
+def _accuracy_blocks(m: Mapping[str, Any]) -> list[Block]:
+    """Table 1: execution accuracy."""
+    methods, agg = m["method_order"], m["methods"]
+    doc: list[Block] = []
     doc.append(("h2", "Table 1. Execution accuracy"))
     doc.append(("p", "Mean ± sample standard deviation over seeds (ddof = 1; no ± with a single seed), in percent. "
                      "Repaired: initial failures finally correct; regressions: initially correct, finally wrong "
@@ -209,8 +228,12 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                      _count(a["mean"]["initial_failures"]), _count(a["mean"]["regressions"])])
     doc.append(("table", ["Method", "Seeds", "n", "Initial EX %", "Final EX %", "Repaired", "Initial failures",
                           "Regressions"], rows))
+    return doc
 
-    # Table 2
+
+def _paired_blocks(m: Mapping[str, Any]) -> list[Block]:
+    """Table 2: the paired comparison against the baseline."""
+    doc: list[Block] = []
     p = m["paired"]
     doc.append(("h2", f"Table 2. Paired comparison against {method_label(p['baseline'])}"))
     if not p["baseline_present"]:
@@ -232,9 +255,13 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                          _pp(r and r["statistic"]), _ci(r), _num(f and f["share_le_zero"], 3)])
         doc.append(("table", ["Method", "Queries × seeds", "Δ EX pp", "95% CI", "Δ repaired share pp", "95% CI",
                               "Share Δ* ≤ 0"], rows))
-    doc += twin_blocks(m.get("twins") or {})   # accuracy split by whether an earlier example had the same gold
+    return doc
 
-    # Table 3
+
+def _cost_blocks(m: Mapping[str, Any]) -> list[Block]:
+    """Table 3: repair behaviour and cost; the compacted prompts."""
+    methods, agg = m["method_order"], m["methods"]
+    doc: list[Block] = []
     doc.append(("h2", "Table 3. Repair behaviour and cost"))
     doc.append(("p", "Means over seeds. Steps: repair steps per initial failure. Osc.: share of the episodes that "
                      "entered repair in which a generated attempt repeats an earlier attempt's SQL (normalised), "
@@ -264,8 +291,13 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                          "attempts clipped or left out; see docs/design.md): "
                          + "; ".join(f"{method_label(x)} {_count(agg[x]['mean']['compacted_calls'])}"
                                      for x in compacted) + "."))
+    return doc
 
-    # how sampling behaved: only when some repair call sampled
+
+def _sampling_blocks(m: Mapping[str, Any]) -> list[Block]:
+    """Repair generations by sampling temperature: only when some repair call sampled."""
+    methods, agg = m["method_order"], m["methods"]
+    doc: list[Block] = []
     sampled = [x for x in methods if any(t != "0" for t in agg[x]["mean"].get("generations_by_temperature", {}))]
     if sampled:
         doc.append(("h2", "Repair generations by sampling temperature"))
@@ -278,8 +310,13 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                 rows.append([_name(x), t, _count(c["generations"]), _count(c["repeats"]), _count(c["new_errors"]),
                              _count(c["correct"])])
         doc.append(("table", ["Method", "Temperature", "Generations", "Repeats", "New, rejected", "Correct"], rows))
+    return doc
 
-    # Table 4
+
+def _ablation_blocks(m: Mapping[str, Any]) -> list[Block]:
+    """Table 4: ablations against full MERIT (none without an ablation row)."""
+    agg = m["methods"]
+    doc: list[Block] = []
     ab = m["ablations"]
     if ab["rows"]:
         doc.append(("h2", "Table 4. Ablations"))
@@ -298,8 +335,13 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                          "–" if row.get("delta_of_means_pp") is None else f"{row['delta_of_means_pp']:+.2f}",
                          _ci(paired)])
         doc.append(("table", ["Variant", "Final EX %", "Δ pp", "Paired 95% CI"], rows))
+    return doc
 
-    # memory and retrieval
+
+def _memory_blocks(m: Mapping[str, Any]) -> list[Block]:
+    """Memory written and retrieved."""
+    methods, agg = m["method_order"], m["methods"]
+    doc: list[Block] = []
     doc.append(("h2", "Memory and retrieval"))
     doc.append(("p", "Means over seeds. Memories written at finalization by polarity; retrieval steps: repair steps "
                      "that queried the memory; with ≥ 1: those that got at least one memory into the prompt."))
@@ -311,9 +353,13 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                      f"{_count(a['retrieved_positive'])} / {_count(a['retrieved_negative'])}"])
     doc.append(("table", ["Method", "Memories +", "Memories −", "Retrieval steps", "Steps with ≥ 1", "%",
                           "Retrieved + / −"], rows))
-    doc += gate_blocks(m.get("gating") or {})   # gated rows: what the gate chose and what followed
+    return doc
 
-    # failure types
+
+def _failure_type_blocks(m: Mapping[str, Any]) -> list[Block]:
+    """The classifier's failure types, initially and after repair."""
+    methods, agg = m["method_order"], m["methods"]
+    doc: list[Block] = []
     doc.append(("h2", "Failure types"))
     doc.append(("p", "Mean count over seeds of the classifier's type for the initial failures (attempt 0) and for "
                      "the episodes still failing after repair (last attempt)."))
@@ -326,8 +372,13 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
                 + [_count(sum(agg[x]["mean"][key].values()))] for x in methods]
         doc.append(("p", f"{title}:"))
         doc.append(("table", ["Method"] + types + ["Total"], rows))
+    return doc
 
-    # plots
+
+def _plot_blocks(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
+    """The plots (or why there are none), the learning curves' ends, the closing line."""
+    methods = m["method_order"]
+    doc: list[Block] = []
     captions = {
         "accuracy_vs_tokens": "Final execution accuracy against total tokens (initial + repair) per method; "
                               "error bars: sample std over seeds.",
@@ -504,12 +555,6 @@ def draw_plots(metrics: Mapping[str, Any]) -> dict[str, bytes]:
 
 # -- files -----------------------------------------------------------------------------------------
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
 def write_report(run_dir: str | Path | Sequence[str | Path], out_dir: str | Path | None = None, *,
                  baseline: str = "iterative", bootstrap: int = 10_000, seed: int = 0,
                  cluster: str = "query") -> ReportPaths:
@@ -523,11 +568,11 @@ def write_report(run_dir: str | Path | Sequence[str | Path], out_dir: str | Path
     plots = {}
     for name, data in images.items():
         plots[name] = out / f"{name}.png"
-        _atomic_write(plots[name], data)
+        write_atomic(plots[name], data)
     paths = ReportPaths(out, out / "report.md", out / "report.html", out / "metrics.json", plots)
-    _atomic_write(paths.metrics, (json.dumps(metrics, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode())
-    _atomic_write(paths.markdown, render_markdown(metrics, list(images)).encode())
-    _atomic_write(paths.html, render_html(metrics, images).encode())
+    write_atomic(paths.metrics, json.dumps(metrics, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    write_atomic(paths.markdown, render_markdown(metrics, list(images)))
+    write_atomic(paths.html, render_html(metrics, images))
     return paths
 
 

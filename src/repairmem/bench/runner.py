@@ -47,7 +47,7 @@ from ..sql.evidence import sample_values
 from ..llm.protocol import ChatModel
 from ..store import open_store
 from ..sql.datasets import Dataset, load_dataset
-from ..files import append_jsonl, output_dir, read_jsonl_lines
+from ..files import append_jsonl, output_dir, read_jsonl_lines, write_atomic
 from .initial import initial_predictions
 
 
@@ -165,11 +165,9 @@ def _check_run_json(out: Path, config: RunConfig, resume: bool) -> bool:
 def _write_run_json(out: Path, config: RunConfig) -> None:
     """Written once the data, the model and the encoder have loaded: a failed start leaves no run."""
     from .. import __version__
-    path = out / "run.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"config": config.to_json(), "repairmem": __version__,
-                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=2))
-    tmp.replace(path)
+    write_atomic(out / "run.json", json.dumps({"config": config.to_json(), "repairmem": __version__,
+                                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                                              indent=2))
 
 
 @contextmanager
@@ -313,7 +311,7 @@ def _run(config: RunConfig, out: Path, started: bool, *, jobs, model, model_opti
         encoder = resolve_encoder(config.encoder)
     if not started:
         _write_run_json(out, config)
-    (out / "skipped.json").write_text(json.dumps(
+    write_atomic(out / "skipped.json", json.dumps(
         [{"example_id": ex.example_id, "db_id": ex.db_id, "reason": why} for ex, why in dataset.skipped], indent=1))
     log(f"{len(dataset.examples)} executable examples, {len(dataset.skipped)} skipped (database absent)")
     first = Progress(len(dataset.examples), "initial predictions", show_progress)

@@ -147,16 +147,13 @@ def render(action: Action | str, memories: Sequence[MemoryVariant], *, note: str
             note = untrusted(f"Is this the same cause as memory #{m.id} ({m.failure_type} / {_root(m)}), "
                              f"whose fix was: {m.after}?")
         return Payload(action, "", 0, (), note or ("no candidates" if action in INJECTING else ""))
+    chosen = list(memories[:PAYLOAD_K[action]])
     if action is Action.TOP1_RESOLUTION:
-        chosen = list(memories[:1])
         text = render_resolution(chosen[0])
     elif action is Action.TOP3_SUMMARY:
-        chosen = list(memories[:3])
         text = render_summary(chosen)
     elif action is Action.HIGH_PRECISION:
-        chosen = list(memories[:1])
         text = render_hint(chosen[0])
     else:
-        chosen = list(memories[:5])
         text = "\n".join(render_trace(m, i + 1) for i, m in enumerate(chosen))
     return Payload(action, text, estimate_tokens(text), tuple(int(m.id) for m in chosen if m.id is not None), note)

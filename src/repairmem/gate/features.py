@@ -403,8 +403,3 @@ def validate(features: Sequence[float], *, where: str = "features") -> list[floa
         if not math.isfinite(v):
             raise InvalidInputError(f"{where}: feature {i} ({FEATURE_NAMES[i]}) is {v}; every feature must be finite")
     return values
-
-
-def describe(features: Sequence[float]) -> dict[str, float]:
-    """``{name: value}`` for display and the audit trail."""
-    return dict(zip(FEATURE_NAMES, (float(v) for v in features)))

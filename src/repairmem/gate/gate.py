@@ -19,16 +19,13 @@ nothing is rejected (``"unanswered"``). The resolution is recorded with the deci
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from ..check import parse_json
 from ..errors import InvalidInputError
-from ..files import write_atomic
+from ..files import read_checked, write_checked
 from ..types import Counters, MemoryVariant
 from .actions import ACTIONS, Action, Payload, estimate_tokens, render, render_resolution
 from .audit import AuditLog, UnknownDecisionError
@@ -249,23 +246,14 @@ def save_gate_state(gate: Gate, path, **meta) -> None:
     ``path`` atomically with a checksum, so a resumed run continues exactly where it stopped."""
     if not isinstance(gate.ledger, Ledger):
         raise InvalidInputError("save_gate_state: the counters of a StoreLedger live in the store; save the policy")
-    body = {"format": GATE_STATE_FORMAT, "version": 1, "policy": gate.policy.name, "params": gate.policy.params(),
-            "state": gate.policy.state(), "meta": meta,
-            "ledger": {str(k): list(astuple(c)) for k, c in sorted(gate.ledger.items())}}
-    write_atomic(Path(path), json.dumps({**body, "sha256": _digest(body)}, sort_keys=True) + "\n")
+    write_checked(Path(path), {"format": GATE_STATE_FORMAT, "version": 1, "policy": gate.policy.name,
+                               "params": gate.policy.params(), "state": gate.policy.state(), "meta": meta,
+                               "ledger": {str(k): list(astuple(c)) for k, c in sorted(gate.ledger.items())}})
 
 
 def load_gate_state(path, **gate_options) -> tuple[Gate, dict]:
     """(``Gate``, meta) restored from ``save_gate_state``'s file; ``CorruptStateError`` if it cannot be trusted."""
-    path = Path(path)
-    try:
-        data = parse_json(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, InvalidInputError) as exc:
-        raise CorruptStateError(f"{path}: cannot read gate state ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != GATE_STATE_FORMAT or data.get("version") != 1:
-        raise CorruptStateError(f"{path}: not a repairmem gate state file (version 1)")
-    if data.pop("sha256", None) != _digest(data):
-        raise CorruptStateError(f"{path}: checksum mismatch - the gate state was modified or partly written")
+    data = read_checked(path, format=GATE_STATE_FORMAT, version=1, what="gate state")
     try:
         policy = make_policy(data["policy"], **data["params"])
         ledger = Ledger({int(k): Counters(*v) for k, v in data["ledger"].items()})
@@ -273,7 +261,3 @@ def load_gate_state(path, **gate_options) -> tuple[Gate, dict]:
         raise CorruptStateError(f"{path}: invalid gate state ({exc})") from None
     policy.load_state(data.get("state"), where=str(path))
     return Gate(policy, ledger=ledger, **gate_options), data.get("meta", {})
-
-
-def _digest(body) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

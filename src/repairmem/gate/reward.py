@@ -94,7 +94,8 @@ def load_reward_config(path: str | Path) -> RewardConfig:
     return RewardConfig.from_mapping(data, where=str(path))
 
 
-FEEDBACK_FLAGS = ("verified", "accepted", "correct_abstain", "false_positive", "rejected")
+# Feedback's flags: what the service, the CLI and the MCP server accept as feedback
+FEEDBACK_FLAGS = ("verified", "accepted", "correct_abstain", "false_positive", "rejected", "success")
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class Feedback:
     success: bool = False
 
     def __post_init__(self) -> None:
-        for name in (*FEEDBACK_FLAGS, "success"):
+        for name in FEEDBACK_FLAGS:
             check_bool(getattr(self, name), name, where="feedback")
         check_number(self.latency_ms, "latency_ms", low=0, where="feedback")
         check_int(self.tokens, "tokens", low=0, where="feedback")

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import InvalidInputError
+from ..files import write_atomic
 from .protocol import ChatModel, ModelIntegrityError, ModelUnavailableError
 
 CHUNK_SIZE = 8 * 1024 * 1024
@@ -147,11 +148,8 @@ def _read_marker(dest: Path) -> dict[str, Any] | None:
 
 def _write_marker(dest: Path, sha256: str) -> None:
     st = dest.stat()
-    marker = _marker_path(dest)
-    tmp = marker.with_name(marker.name + ".tmp")
-    tmp.write_text(json.dumps({"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}) + "\n",
-                   encoding="utf-8")
-    os.replace(tmp, marker)
+    write_atomic(_marker_path(dest),
+                 json.dumps({"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}) + "\n")
 
 
 def _sha256_file(path: Path) -> str:

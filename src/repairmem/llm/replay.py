@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..errors import InvalidInputError
+from ..files import write_atomic
 from .protocol import (DEFAULT_CONFIG, ChatModel, ChatResult, GenerationConfig, Message, ReplayMissError,
                        ToolCall, Usage, canonical_json, last_user_text, request_key, request_payload)
 
@@ -163,7 +164,5 @@ def write_cassette(path: str | os.PathLike[str], model_name: str,
         lines.append(cassette_line(model_name, messages, config, tools, result))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(lines), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, "".join(lines))
     return path

@@ -118,7 +118,7 @@ class MemoryIndex:
         self._row_of = np.full(16, -1, dtype=np.int64)       # variant id -> row within its block
         self._last_id = 0
         self.embedded_on_sync = 0   # how many stored memories had to be (re-)embedded here
-        self._folder = getattr(store, "index_path", None) if persist else None
+        self._folder = store.index_path if persist else None
         self._saved = 0             # memories in the persisted generation this index holds
         self.loaded = False         # whether this index was opened from the persisted one
         self.fast = quantized.available()   # bounded SQ8 path for large pools (False: always exact)

@@ -6,9 +6,15 @@ from __future__ import annotations
 import os
 
 from .jsonl import export_jsonl, import_jsonl, read_jsonl
-from .protocol import MemoryStore
-from .sqlite import SCHEMA_VERSION, Embedder, SQLiteMemoryStore
-from .sqlite import open_store as _open_sqlite
+from .protocol import Embedder, MemoryStore
+from .sqlite import SCHEMA_VERSION, SQLiteMemoryStore
+
+_POSTGRES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(address: str | os.PathLike) -> bool:
+    """Whether ``open_store(address)`` opens the PostgreSQL backend (else ``address`` is an SQLite file)."""
+    return isinstance(address, str) and address.startswith(_POSTGRES)
 
 
 def open_store(path: str | os.PathLike, *, embedder: Embedder | None = None, read_only: bool = False) -> MemoryStore:
@@ -18,11 +24,11 @@ def open_store(path: str | os.PathLike, *, embedder: Embedder | None = None, rea
     (``pip install 'repairmem[postgres]'``); anything else is an SQLite file (``":memory:"`` allowed).
     ``read_only``: the store must exist; nothing is created or written (what read-only commands use).
     """
-    if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
+    if is_postgres_url(path):
         from .postgres import PostgresMemoryStore
         return PostgresMemoryStore(path, embedder=embedder, read_only=read_only)
-    return _open_sqlite(path, embedder=embedder, read_only=read_only)
+    return SQLiteMemoryStore(path, embedder=embedder, read_only=read_only)
 
 
-__all__ = ["MemoryStore", "SCHEMA_VERSION", "SQLiteMemoryStore", "export_jsonl", "import_jsonl", "open_store",
-           "read_jsonl"]
+__all__ = ["Embedder", "MemoryStore", "SCHEMA_VERSION", "SQLiteMemoryStore", "export_jsonl", "import_jsonl",
+           "is_postgres_url", "open_store", "read_jsonl"]

@@ -35,8 +35,9 @@ from ..errors import InvalidInputError, StoreError
 from ..sqlite_wal import check_writable
 from ..types import COUNTER_NAMES, MemoryVariant, Provenance
 from .mirror import paused_gc
+from .protocol import Embedder
 from .sqlbase import SQLStoreBase
-from .sqlite import Embedder, SQLiteMemoryStore, _Mirror, _variant_from_row
+from .sqlite import SQLiteMemoryStore, _Mirror, _variant_from_row
 
 try:
     import psycopg
@@ -169,12 +170,12 @@ class PostgresMemoryStore(SQLStoreBase):
     # One implementation of causal eligibility for both backends: it reads ``self._refresh()``.
     eligible_ids = SQLiteMemoryStore.eligible_ids
     candidates = SQLiteMemoryStore.candidates
+    index_path = None     # no folder beside a server: ``MemoryIndex`` is built in memory on open
 
     def __init__(self, url: str, *, embedder: Embedder | None = None, connect_timeout_s: float = 30.0,
                  read_only: bool = False) -> None:
         if psycopg is None:
             raise StoreError(f"{redact(url)}: the PostgreSQL store needs psycopg; pip install 'repairmem[postgres]'")
-        self.url = url
         self.path = redact(url)
         self.embedder = embedder
         self.read_only = read_only

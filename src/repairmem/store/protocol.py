@@ -20,9 +20,26 @@ import numpy as np
 from ..types import Episode, MemoryVariant, Polarity, Scope
 
 
+class Embedder(Protocol):
+    """Turns memories into vectors; the store calls it inside the write transaction of new variants."""
+
+    name: str
+
+    def embed(self, memories: Sequence[MemoryVariant]) -> np.ndarray: ...
+
+
 @runtime_checkable
 class MemoryStore(Protocol):
-    read_only: bool   # opened by a read-only command: every write raises StoreError, nothing is created
+    """Everything callers and ``retrieval.MemoryIndex`` use on a store, and nothing more: a backend
+    implementing it whole is a drop-in (``tests/unit/test_store_protocol.py`` holds both to it)."""
+
+    path: str                     # the store's address for messages (a URL without its password)
+    read_only: bool               # opened by a read-only command: every write raises StoreError, nothing is created
+    embedder: Embedder | None     # embeds each new variant once, when written (None: the index embeds)
+    index_path: str | None        # a folder where ``MemoryIndex`` may persist itself (None: in memory only)
+    schema_version: int           # the stored schema version
+
+    # -- writes ------------------------------------------------------------------------------
 
     def finalize(self, episode: Episode, memory: MemoryVariant | None) -> int | None:
         """Record a finalized episode and its at most one memory, atomically; return the variant id.
@@ -34,6 +51,14 @@ class MemoryStore(Protocol):
 
     def import_variants(self, variants: Iterable[MemoryVariant]) -> list[int]:
         """Add many variants in one transaction: all are stored or none."""
+
+    def record_feedback(self, variant_id: int, **increments: int) -> None:
+        """Add to a variant's counters (uses, accepted, rejected, verified, false_positives)."""
+
+    def put_vectors(self, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
+        """Store vectors computed outside the store (by the index, for ``encoder``), atomically."""
+
+    # -- reads -------------------------------------------------------------------------------
 
     def eligible_ids(self, *, position: int, query_id: str, namespace: str,
                      scope: Scope = Scope.GLOBAL, polarity: Polarity | None = None,
@@ -48,11 +73,14 @@ class MemoryStore(Protocol):
     def get(self, ids: Sequence[int]) -> list[MemoryVariant]:
         """Variants by id, in the order asked; an unknown id is an error."""
 
-    def record_feedback(self, variant_id: int, **increments: int) -> None:
-        """Add to a variant's counters (uses, accepted, rejected, verified, false_positives)."""
-
     def all_variants(self) -> list[MemoryVariant]:
         """Every variant in id order (for export)."""
+
+    def variant_ids(self, after: int = 0) -> list[int]:
+        """Ids of all variants newer than ``after``, in order (ids only grow: how the index syncs)."""
+
+    def vectors(self, encoder: str, ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
+        """(the ids of ``ids`` that have a vector for ``encoder``, their vectors as a float32 matrix), in id order."""
 
     def max_position(self) -> int | None:
         """The highest stream position of any finalized episode (None when there is none)."""
@@ -60,4 +88,16 @@ class MemoryStore(Protocol):
     def stats(self) -> dict:
         """Counts by polarity, kind, failure type and namespace."""
 
+    def integrity_problems(self) -> list[str]:
+        """What would make the store inconsistent (e.g. after a crash); empty when it is sound."""
+
+    def __len__(self) -> int:
+        """The number of variants."""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
     def close(self) -> None: ...
+
+    def __enter__(self) -> MemoryStore: ...
+
+    def __exit__(self, *exc) -> None: ...

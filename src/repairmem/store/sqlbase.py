@@ -10,21 +10,14 @@ from __future__ import annotations
 
 import json
 from contextlib import AbstractContextManager
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..check import check_int
 from ..errors import InvalidInputError, StoreError
 from ..types import COUNTER_NAMES, Counters, Episode, MemoryVariant, Provenance
-
-
-class Embedder(Protocol):
-    """Turns memories into vectors; the store calls it inside the write transaction of new variants."""
-
-    name: str
-
-    def embed(self, memories: Sequence[MemoryVariant]) -> np.ndarray: ...
+from .protocol import Embedder
 
 
 class SQLStoreBase:

@@ -31,7 +31,8 @@ from ..sqlite_wal import (
 from ..types import COUNTER_NAMES, Counters, MemoryVariant, Outcome, Polarity, Provenance, Scope
 from .mirror import Mirror as _Mirror
 from .mirror import paused_gc
-from .sqlbase import Embedder, SQLStoreBase
+from .protocol import Embedder
+from .sqlbase import SQLStoreBase
 
 APPLICATION_ID = 0x52504D4D  # "RPMM": marks a file as a repairmem store
 
@@ -325,8 +326,11 @@ class SQLiteMemoryStore(SQLStoreBase):
             mask[own] = False
         return np.compress(mask, cols["ids"])   # 6x faster than cols["ids"][mask] on a random mask
 
-    def candidates(self, **query) -> list[MemoryVariant]:
-        return self.get(self.eligible_ids(**query).tolist())
+    def candidates(self, *, position: int, query_id: str, namespace: str, scope: Scope = Scope.GLOBAL,
+                   polarity: Polarity | None = None, kind: str | None = None,
+                   failure_type: str | None = None) -> list[MemoryVariant]:
+        return self.get(self.eligible_ids(position=position, query_id=query_id, namespace=namespace, scope=scope,
+                                          polarity=polarity, kind=kind, failure_type=failure_type).tolist())
 
     @_guarded
     def get(self, ids: Sequence[int]) -> list[MemoryVariant]:
@@ -387,9 +391,3 @@ def _variant_from_row(row, provenance: Sequence, *, where: str = "store") -> Mem
             counters=Counters(*counts), id=vid)
     except (InvalidInputError, TypeError) as exc:
         raise StoreError(f"{where}: memory #{vid} is damaged ({exc}); restore the store from a backup") from None
-
-
-def open_store(path: str | os.PathLike, *, embedder: Embedder | None = None,
-               read_only: bool = False) -> SQLiteMemoryStore:
-    """Open (creating if needed, unless ``read_only``) the store at ``path``; the one entry point callers should use."""
-    return SQLiteMemoryStore(path, embedder=embedder, read_only=read_only)

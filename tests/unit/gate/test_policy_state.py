@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from repairmem.gate import Gate, Ledger
 from repairmem.gate.gate import load_gate_state, save_gate_state
 from repairmem.gate.policies import CorruptStateError, load_policy, make_policy, save_policy
-from repairmem.gate.policies.persistence import _digest
+from repairmem.files import json_digest as _digest
 
 from .conftest import EMPTY, HARD_NEGATIVE, SAFE, play, stream, x_of
 

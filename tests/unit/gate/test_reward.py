@@ -1,11 +1,12 @@
 """The reward formula and its ordering invariant, checked when a configuration loads."""
 
 import json
+from dataclasses import fields
 
 import pytest
 
 from repairmem.errors import InvalidInputError
-from repairmem.gate.reward import Feedback, RewardConfig, load_reward_config, reward
+from repairmem.gate.reward import FEEDBACK_FLAGS, Feedback, RewardConfig, load_reward_config, reward
 
 
 def test_default_formula():
@@ -54,6 +55,11 @@ def test_loading_a_config_checks_it(tmp_path):
         load_reward_config(broken)
     with pytest.raises(InvalidInputError, match="cannot read"):
         load_reward_config(tmp_path / "missing.json")
+
+
+def test_feedback_flags_are_the_boolean_fields_of_feedback():
+    """The one list of flags: what the service, the CLI and the MCP server accept as feedback."""
+    assert FEEDBACK_FLAGS == tuple(f.name for f in fields(Feedback) if f.type == "bool")
 
 
 def test_feedback_is_consistent():

@@ -36,9 +36,14 @@ def _table(head: Sequence[str], rows: Sequence[Sequence]) -> list[str]:
 
 
 def markdown(res: dict) -> str:
-    P = res["paper"]
-    sc = res["scale"]
-    d = res["data"]
+    """The report's Markdown from a ``results.json`` alone, one stage per section."""
+    return "\n".join(line for stage in (_header, _retrieval, _hard_negatives, _replay, _ablations, _abstention,
+                                         _budget, _latency, _ope) for line in stage(res, res["paper"]))
+
+
+def _header(res: dict, paper: dict) -> list[str]:
+    """The scale, the data and how to read the tables."""
+    sc, d = res["scale"], res["data"]
     lines = [f"# Gate benchmark ({sc['name']} scale)", "",
              f"Memory: {d['variants']} variants ({d['stale_variants']} stale) in {sc['records']} records; "
              f"{d['canonical']} canonical queries, {d['paraphrases']} paraphrases ({d['paraphrase_cue_dropped']:.0f}% "
@@ -47,12 +52,17 @@ def markdown(res: dict) -> str:
              f"events for OPE. Encoder `{res['encoder']}`; data sha256 `{d['sha256'][:16]}`.", "",
              "Paper numbers are the review's (smoke scale: 24/96/32/40 per seed); ours are at this scale. "
              "Rates in %.", ""]
+    return lines
+
+
+def _retrieval(res: dict, paper: dict) -> list[str]:
+    """Retrieval quality on canonical queries and paraphrases."""
     r = res["retrieval"]
-    lines += ["## Retrieval (canonical / paraphrase)", ""]
+    lines = ["## Retrieval (canonical / paraphrase)", ""]
     rows = []
     for m in r["canonical"]:
         c, p = r["canonical"][m], r["paraphrase"][m]
-        pp = P["paraphrase"].get(m)
+        pp = paper["paraphrase"].get(m)
         rows.append([LABELS[m], _f(c["recall@1"]), _f(c["recall@3"]), _f(c["mrr"]), _f(c["ndcg@3"]),
                      _f(p["recall@1"]), _f(p["recall@3"]), _f(p["mrr"]), _f(p["ndcg@3"]),
                      f"{pp[1]:.1f} / {pp[3]:.1f}" if pp else "-"])
@@ -60,11 +70,16 @@ def markdown(res: dict) -> str:
                      "paper para R@1 / MRR"], rows) + [""]
     lines += ["Lexical and static hybrid: the retrieval ranking. Every other method: only what it injects "
               "(a declined query scores 0), so these are recall of *used* memory. Oracle: the ideal ranking.", ""]
+    return lines
+
+
+def _hard_negatives(res: dict, paper: dict) -> list[str]:
+    """What each method does with the look-alikes."""
     h = res["hard_negatives"]
-    lines += ["## Hard negatives", ""]
+    lines = ["## Hard negatives", ""]
     rows = []
     for m, v in h.items():
-        pp = P["hard_negatives"].get(m)
+        pp = paper["hard_negatives"].get(m)
         rows.append([LABELS[m], _f(v["false_positive"]), _f(v["unsafe_injection"]), _f(v["correct_safe_non_injection"]),
                      _f(v["override_fired"]), v["cases"], " / ".join(f"{x:.1f}" for x in pp) if pp else "-"])
     lines += _table(["method", "false positive", "unsafe injection", "correct safe non-injection", "override fired",
@@ -72,13 +87,18 @@ def markdown(res: dict) -> str:
     any_h = next(iter(h.values()))
     lines += ["", f"In {any_h['top1_has_highest_bm25']:.1f}% of hard negatives the top-1 candidate also has the "
               "highest BM25 score of the pool (the look-alike is the lexical favourite).", ""]
-    lines += ["## Offline replay (mean of seeds)", "",
-              "Every method learns online from the same stream; gate policies inject in the gate's evidence order "
-              "(lead candidate first), the static baselines in retrieval order. Regret is against the best realised "
-              "reward of any action in either order.", ""]
+    return lines
+
+
+def _replay(res: dict, paper: dict) -> list[str]:
+    """The offline replay: every method learning online from the same stream."""
+    lines = ["## Offline replay (mean of seeds)", "",
+             "Every method learns online from the same stream; gate policies inject in the gate's evidence order "
+             "(lead candidate first), the static baselines in retrieval order. Regret is against the best realised "
+             "reward of any action in either order.", ""]
     rows = []
     for m, v in res["replay"].items():
-        pp = P["replay"].get(m)
+        pp = paper["replay"].get(m)
         rows.append([LABELS[m], _f(v["success"]), _f(v["false_positive"]), _f(v["abstention"]), _f(v["ask_feedback"]),
                      _f(v["verified_reuse"]), _f(v["correct_abstention"]), _f(v["wrong_abstention"]),
                      _f(v["cumulative_reward"]), _f(v["mean_reward"], 3), _f(v["regret"]),
@@ -86,44 +106,69 @@ def markdown(res: dict) -> str:
     lines += _table(["method", "success", "FP", "abstain", "ask", "verified", "correct abst.", "wrong abst.",
                      "cum. reward", "reward/event", "regret", "paper success / FP / abst. / verified / cum. reward"],
                     rows) + [""]
-    lines += ["## Ablations of RSCB-MC (replay, mean of seeds)", ""]
+    return lines
+
+
+def _ablations(res: dict, paper: dict) -> list[str]:
+    """RSCB-MC's ablations in the replay."""
+    lines = ["## Ablations of RSCB-MC (replay, mean of seeds)", ""]
     rows = []
     for m, v in res["ablations"].items():
-        pp = P["ablations"].get(m)
+        pp = paper["ablations"].get(m)
         rows.append([m, _f(v["success"]), _f(v["false_positive"]), _f(v["correct_abstention"]),
                      _f(v["cumulative_reward"]), _f(v["mean_reward"], 3),
                      _paper_cell(pp)])
     lines += _table(["variant", "success", "FP", "correct abst.", "cum. reward", "reward/event",
                      "paper FP / correct abst. / cum. reward"], rows) + [""]
-    lines += ["## Abstention calibration (paraphrases + hard negatives, frozen policies)", ""]
+    return lines
+
+
+def _abstention(res: dict, paper: dict) -> list[str]:
+    """Abstention calibration of the frozen policies."""
+    lines = ["## Abstention calibration (paraphrases + hard negatives, frozen policies)", ""]
     rows = []
     for m, v in res["abstention"].items():
-        pp = P["abstention"].get(m)
+        pp = paper["abstention"].get(m)
         rows.append([LABELS[m], _f(v["answer_rate"]), _f(v["risk"]), _f(v["abstention_rate"]),
                      _f(v["correct_abstention"]), _f(v["wrong_abstention"]),
                      _paper_cell(pp)])
     lines += _table(["method", "answer rate", "risk", "abstained", "correct (of abstentions)", "wrong",
                      "paper answer / risk / correct / wrong"], rows) + [""]
-    lines += ["## Context budget", ""]
+    return lines
+
+
+def _budget(res: dict, paper: dict) -> list[str]:
+    """Payload modes under a context budget."""
+    lines = ["## Context budget", ""]
     rows = []
     for label, v in res["budget"].items():
-        pp = P["budget"].get(label)
+        pp = paper["budget"].get(label)
         rows.append([label, _f(v["tokens"]), _f(v["latency_ms"]), _f(v["expected_success"]), _f(v["fp_influence"]),
                      _f(v["utility"]), _f(v["over_budget"]), _paper_cell(pp)])
     lines += _table(["mode", "tokens", "latency ms", "exp. success", "FP influence", "utility", "over budget",
                      "paper tokens / ms / success / FP / utility"], rows) + [""]
     lines += ["Utility = E[success] - 2 P(FP) - 0.001 latency_ms - 0.0001 tokens; a payload over the remaining "
               "budget is not injected (no-memory outcome).", ""]
-    lines += ["## Decision latency (feature extraction + policy, in process)", ""]
+    return lines
+
+
+def _latency(res: dict, paper: dict) -> list[str]:
+    """Decision latency."""
+    lines = ["## Decision latency (feature extraction + policy, in process)", ""]
     rows = []
     for m, v in res["latency"].items():
-        pp = P["latency"].get(m)
+        pp = paper["latency"].get(m)
         rows.append([LABELS[m], v["decisions"], _f(v["mean_us"], 2), _f(v["p50_us"], 2), _f(v["p95_us"], 2),
                      _f(v["p99_us"], 2), f"{pp[2]:g} / {pp[3]:g}" if pp else "-"])
     lines += _table(["method", "decisions", "mean us", "p50 us", "p95 us", "p99 us", "paper mean / p95 us"], rows) + [""]
+    return lines
+
+
+def _ope(res: dict, paper: dict) -> list[str]:
+    """Off-policy estimates from the audit log."""
     o = res["ope"]
-    lines += ["## Off-policy estimates (uniform logging policy, audit log)", "",
-              f"{o['logged']} logged decisions; 95% bootstrap intervals.", ""]
+    lines = ["## Off-policy estimates (uniform logging policy, audit log)", "",
+             f"{o['logged']} logged decisions; 95% bootstrap intervals.", ""]
     rows = []
     for m, v in o.items():
         if not isinstance(v, dict):
@@ -132,7 +177,7 @@ def markdown(res: dict) -> str:
             f"{v[k]['value']:.3f} [{v[k]['ci95'][0]:.3f}, {v[k]['ci95'][1]:.3f}]{'' if v['covered'][k] else ' (miss)'}"
             for k in ope.ESTIMATORS])
     lines += _table(["policy", "true value", "IPS", "SNIPS", "DR"], rows) + [""]
-    return "\n".join(lines)
+    return lines
 
 
 def plots(res: dict, out_dir: Path) -> list[Path]:

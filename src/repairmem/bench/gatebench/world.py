@@ -104,14 +104,14 @@ class World:
         from ...retrieval.hybrid import RetrievalConfig
         from ...retrieval.index import MemoryIndex
         from ...retrieval.texts import MemoryEmbedder
-        from ...store.sqlite import SQLiteMemoryStore
+        from ...store import open_store
         self.scale, self.seed, self.config, self.reward_config = scale, seed, config, reward_config
         self.encoder = HashingEncoder(dim=256)
         Path(workdir).mkdir(parents=True, exist_ok=True)
         path = Path(workdir) / "memory.db"
         if path.exists():
             raise InvalidInputError(f"{path} already exists; the gate benchmark builds its store from scratch")
-        self.store = SQLiteMemoryStore(path, embedder=MemoryEmbedder(self.encoder))
+        self.store = open_store(path, embedder=MemoryEmbedder(self.encoder))
         variants = memory_variants(scale, seed)
         ids = self.store.import_variants([m for m, _ in variants])
         self.meta: dict[int, VariantMeta] = {i: meta for i, (_, meta) in zip(ids, variants)}

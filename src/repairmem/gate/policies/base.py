@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from ...check import check_int, check_number
-from ...errors import InvalidInputError, StoreError
+from ...errors import CorruptStateError, InvalidInputError   # CorruptStateError: re-exported for the policies
 from ..actions import ACTION_INDEX, ACTIONS, INJECTS, N_ACTIONS, SAFETY_ORDER, Action
 from ..features import INDEX, N_FEATURES, validate
 
@@ -28,10 +28,6 @@ _ASK_ONLY = (ACTION_INDEX[Action.ASK_FEEDBACK],)
 _COUNT = INDEX["candidate_count"]
 _ONE = [1.0]
 _INJ = np.array(INJECTS, dtype=np.float64)
-
-
-class CorruptStateError(StoreError):
-    """A policy state file cannot be trusted (unreadable, truncated, edited, wrong shape)."""
 
 
 # Override checks (bit flags), in the order they are reported.

@@ -1,22 +1,19 @@
 """The policy registry (``make_policy``) and policy state files (``save_policy``/``load_policy``).
 
-A state file is JSON written atomically (parameters, learned state, RNG) with a SHA-256 checksum:
-a truncated, edited or otherwise corrupted file raises ``CorruptStateError``; it is never reset.
+A state file is JSON written atomically (parameters, learned state, RNG) with a SHA-256 checksum
+(``files.write_checked``): a truncated, edited or otherwise corrupted file raises
+``CorruptStateError``; it is never reset.
 The checksum proves only that the file is as written: the state is also checked for what it must
 be (``Policy.load_state``), so an edit with a recomputed checksum cannot load NaN scores.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Mapping
 
-from ...check import parse_json
 from ...errors import InvalidInputError
-from ...files import write_atomic
+from ...files import read_checked, write_checked
 from .bandits import UCB1, EpsilonGreedy, ThompsonSampling
 from .base import CorruptStateError, Policy
 from .linear import LinUCB, RiskSensitiveThompson
@@ -44,41 +41,16 @@ def make_policy(name: str, **params) -> Policy:
     return cls(**params)
 
 
-def _digest(body: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
 def save_policy(policy: Policy, path: str | Path) -> None:
     """Write ``policy`` (parameters + learned state + RNG) to ``path`` atomically, with a checksum."""
-    path = Path(path)
-    body = {"format": STATE_FORMAT, "version": STATE_VERSION, "policy": policy.name,
-            "params": policy.params(), "state": policy.state()}
-    write_atomic(path, json.dumps({**body, "sha256": _digest(body)}, sort_keys=True) + "\n")
+    write_checked(Path(path), {"format": STATE_FORMAT, "version": STATE_VERSION, "policy": policy.name,
+                               "params": policy.params(), "state": policy.state()})
 
 
 def load_policy(path: str | Path) -> Policy:
     """The policy saved at ``path``; ``CorruptStateError`` if the file cannot be trusted."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidInputError(f"{path}: no policy state file here") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CorruptStateError(f"{path}: cannot read policy state ({exc})") from None
-    try:
-        data = parse_json(text)
-    except InvalidInputError as exc:
-        raise CorruptStateError(f"{path}: policy state: {exc}; the file is corrupted - restore it from a backup "
-                                "or delete it to start a fresh policy") from None
-    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
-        raise CorruptStateError(f"{path}: not a repairmem gate policy state file")
-    if data.get("version") != STATE_VERSION:
-        raise CorruptStateError(f"{path}: policy state version {data.get('version')!r}; this repairmem reads "
-                                f"version {STATE_VERSION}")
-    digest = data.pop("sha256", None)
-    if digest != _digest(data):
-        raise CorruptStateError(f"{path}: checksum mismatch - the policy state was modified or partly written; "
-                                "restore it from a backup or delete it to start a fresh policy")
+    data = read_checked(path, format=STATE_FORMAT, version=STATE_VERSION, what="policy state",
+                        remedy="restore it from a backup or delete it to start a fresh policy")
     try:
         policy = make_policy(data["policy"], **data["params"])
     except (InvalidInputError, KeyError, TypeError) as exc:
