@@ -79,7 +79,7 @@ def stream_memories(run_dir: Path, method: str, seed: int, records: list[dict], 
         if not store_path.is_file():
             store_path = Path(scratch) / f"{run_id}.db"
             with open_store(store_path) as store:
-                refill_store(store, records, dataset, method, run_id)
+                refill_store(store.finalize, records, dataset, method, run_id)
         with open_store(store_path) as store:
             return {m.id: m for m in store.all_variants()}
 

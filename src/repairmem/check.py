@@ -5,6 +5,10 @@ message of one form, ``"<where>: <name> must be <what><note>, got <value>"`` (``
 ``note`` optional), e.g. ``"episode q1: position must be an int >= 0, got -1"``. ``bool`` is never
 accepted as a number although Python makes it an ``int``: ``True`` as a count is a bug.
 
+``request_object`` and ``request_str`` read one field of a JSON request (the MCP server's and the
+CLI's), with errors that start with the verb and name the field: ``recall: failure.log must be a
+string, got int``.
+
 ``parse_json`` is the one strict JSON reader for data that comes from a file or a database row:
 duplicate keys, NaN/Infinity, lone surrogates and nesting deeper than ``MAX_JSON_DEPTH`` are errors.
 """
@@ -14,11 +18,12 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from typing import Any
+from typing import Any, Mapping
 
 from .errors import InvalidInputError
 
-__all__ = ["INT64_MAX", "MAX_JSON_DEPTH", "check_bool", "check_int", "check_number", "check_str", "json_type", "parse_json"]
+__all__ = ["INT64_MAX", "MAX_JSON_DEPTH", "check_bool", "check_int", "check_number", "check_str", "json_type", "parse_json",
+           "request_error", "request_fields", "request_object", "request_str"]
 
 INT64_MAX = 2**63 - 1      # the largest integer SQLite (and PostgreSQL's BIGINT) can store
 MAX_JSON_DEPTH = 64        # deeper nesting is never ours: a deeper document is refused, not recursed into
@@ -166,3 +171,38 @@ def read_json_file(path, kind: type = dict, what: str = "JSON"):
         raise InvalidInputError(f"{what} {path}: expected a JSON {'object' if kind is dict else 'array'}, "
                                 f"got {type(value).__name__}")
     return value
+
+
+def request_error(verb: str, message: str) -> InvalidInputError:
+    return InvalidInputError(f"{verb}: {message}")
+
+
+def request_object(value: Any, verb: str, name: str, allowed) -> dict:
+    """``value`` as a dict whose keys are all in ``allowed``; the error names the first stranger."""
+    if not isinstance(value, Mapping):
+        what = "the request" if not name else name
+        raise request_error(verb, f"{what} must be a JSON object, got {json_type(value)}")
+    unknown = sorted(k for k in value if k not in allowed)
+    if unknown:
+        prefix = f"{name}." if name else ""
+        raise request_error(verb, f"unknown field {prefix}{unknown[0]} (expected {', '.join(prefix + a for a in allowed)})")
+    return dict(value)
+
+
+def request_str(obj: dict, key: str, verb: str, *, prefix: str = "", required: bool = False,
+                empty: bool = True, default: str | None = None) -> str | None:
+    name = prefix + key
+    if key not in obj or obj[key] is None:
+        if required:
+            raise request_error(verb, f"missing field {name}")
+        return default
+    try:
+        return check_str(obj[key], name, empty=empty)
+    except InvalidInputError as exc:
+        raise request_error(verb, str(exc)) from None
+
+
+def request_fields(value: Any, verb: str, spec: Mapping[str, bool], name: str = "failure") -> dict[str, str]:
+    """The string fields of the object ``value`` named in ``spec`` (field -> required), "" when absent."""
+    obj = request_object(value, verb, name, tuple(spec))
+    return {k: request_str(obj, k, verb, prefix=f"{name}.", required=need, default="") for k, need in spec.items()}

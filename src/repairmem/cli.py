@@ -106,9 +106,9 @@ def cmd_memory_candidates(args):
 
 
 def cmd_memory_search(args):
-    from .memory import Memory, SqlFailure, TerminalFailure
+    from .domains import Diagnosis, SqlFailure, TerminalFailure, retrieval_config
+    from .memory import Memory
     from .retrieval.encoders import resolve_encoder
-    from .retrieval.hybrid import retrieval_config
     from .retrieval.index import MemoryIndex
     config = retrieval_config(args.method, **({"scope": Scope.parse(args.scope)} if args.scope else {}))
     if config.scope is not Scope.GLOBAL and not args.namespace:
@@ -123,7 +123,8 @@ def cmd_memory_search(args):
     with _read(args.store) as store:            # vectors a stored memory lacks stay in memory
         memory = Memory(store, MemoryIndex(store, encoder), policy=None, retrieval=config)
         recall = memory.recall(failure, query_id=args.query_id, namespace=args.namespace or "",
-                               position=args.position, failure_type=args.type)
+                               position=args.position,
+                               diagnosis=Diagnosis(args.type, "", 1.0, "given") if args.type else None)
         result = recall.retrieval
         ranked = [{"id": s.memory.id, "polarity": s.memory.polarity.value, "score": s.score, "dense": s.dense,
                    "bm25": s.bm25, "dense_norm": s.dense_norm, "bm25_norm": s.bm25_norm,

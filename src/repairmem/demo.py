@@ -33,6 +33,7 @@ from .classify.sql import classify_sql
 from .errors import InvalidInputError, RepairmemError
 from .llm.models import resolve_model
 from .llm.replay import RecordingModel, ReplayModel
+from .domains import SqlDomain
 from .memory import Memory
 from .sql.datasets import Dataset, load_dataset
 from .sql.evidence import sample_values
@@ -149,7 +150,8 @@ def run_demo(workdir: Path, *, model, encoder: Any = "default", store: str | Non
     records = []
     with ExitStack() as stack:
         memory = stack.enter_context(Memory.open(store or workdir / "demo.db", encoder=encoder, policy=method.gate,
-                                                 retrieval=method.retrieval, sql_render=method.render))
+                                                 retrieval=method.retrieval,
+                                                 domains=(SqlDomain(render=method.render),)))
         if memory.next_position() == 0:
             seeded = record_earlier(memory, earlier, dataset.schemas, spec["earlier"], options)
             say("memory from an earlier session (each fix re-verified just now):")
@@ -163,12 +165,12 @@ def run_demo(workdir: Path, *, model, encoder: Any = "default", store: str | Non
             result = run_episode(ex, first + i, initial, method=method, model=model,
                                  schema=dataset.schemas[ex.db_id], options=options, memory=memory, run_id="demo",
                                  samples=sample_values(ex.db_path))
-            memory.gate.end_session(ex.example_id)
+            memory.end_session(ex.example_id)
             written = memory.record(result.episode, result.memory)
             say(format_episode(result.record, written))
             records.append({**result.record, "written": None if written is None else written.id})
         stats = memory.stats()
-        summary = summarize(records, stats, memory.gate.policy.name, memory.gate.policy.t)
+        summary = summarize(records, stats, memory.policy.name, memory.policy.t)
     summary["elapsed_s"] = round(time.monotonic() - started, 1)
     summary["episodes"] = records
     return summary

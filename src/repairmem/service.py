@@ -38,49 +38,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .check import check_bool, check_int, check_str
+from .check import check_bool, check_int, check_str, request_error, request_object, request_str
 from .check import json_type as _type
 from .errors import InvalidInputError, RepairmemError
-from .gate.reward import Feedback
-from .memory import Memory, SqlFailure, TerminalFailure, diagnose
+from .gate.reward import FEEDBACK_FLAGS, Feedback
+from .domains import SqlDomain, SqlFailure, TerminalDomain, TerminalFailure
+from .domains.sql import SQL_FIELDS
+from .domains.terminal import TERMINAL_FIELDS
+from .memory import Memory
 from .types import KINDS, Attempt, Episode, Outcome, Scope
 
 __all__ = ["READ_ONLY_VERBS", "VERBS", "call", "explain", "feedback", "parse", "record", "recall", "stats"]
 
-TERMINAL_FAILURE = {"command": True, "log": True, "task": False, "project": False}
-SQL_FAILURE = {"question": True, "sql": True, "status": True, "error": False, "database": False, "db_path": False}
-FEEDBACK_FLAGS = ("accepted", "verified", "false_positive", "rejected", "correct_abstain", "success")
+# the failure kinds a request may send, with the JSON fields of each (parsed by its domain)
+FAILURE_KINDS = {"sql": (SQL_FIELDS, SqlDomain()), "terminal": (TERMINAL_FIELDS, TerminalDomain())}
 
 
 # -- validation --------------------------------------------------------------------------------
 
-def _fail(verb: str, message: str) -> InvalidInputError:
-    return InvalidInputError(f"{verb}: {message}")
-
-
-def _object(value: Any, verb: str, name: str, allowed) -> dict:
-    """``value`` as a dict whose keys are all in ``allowed``; the error names the first stranger."""
-    if not isinstance(value, Mapping):
-        what = "the request" if not name else name
-        raise _fail(verb, f"{what} must be a JSON object, got {_type(value)}")
-    unknown = sorted(k for k in value if k not in allowed)
-    if unknown:
-        prefix = f"{name}." if name else ""
-        raise _fail(verb, f"unknown field {prefix}{unknown[0]} (expected {', '.join(prefix + a for a in allowed)})")
-    return dict(value)
-
-
-def _str(obj: dict, key: str, verb: str, *, prefix: str = "", required: bool = False,
-         empty: bool = True, default: str | None = None) -> str | None:
-    name = prefix + key
-    if key not in obj or obj[key] is None:
-        if required:
-            raise _fail(verb, f"missing field {name}")
-        return default
-    try:
-        return check_str(obj[key], name, empty=empty)
-    except InvalidInputError as exc:
-        raise _fail(verb, str(exc)) from None
+_fail, _object, _str = request_error, request_object, request_str
 
 
 def _int(obj: dict, key: str, verb: str, *, low: int = 0) -> int | None:
@@ -152,28 +128,13 @@ def parse_recall(request: Any) -> RecallRequest:
     raw = obj["failure"]
     if not isinstance(raw, Mapping):
         raise _fail(verb, f"failure must be a JSON object, got {_type(raw)}")
-    sql_keys = sorted(k for k in raw if k in SQL_FAILURE and k not in TERMINAL_FAILURE)
-    terminal_keys = sorted(k for k in raw if k in TERMINAL_FAILURE and k not in SQL_FAILURE)
+    sql, terminal = SQL_FIELDS, TERMINAL_FIELDS
+    sql_keys = sorted(k for k in raw if k in sql and k not in terminal)
+    terminal_keys = sorted(k for k in raw if k in terminal and k not in sql)
     if sql_keys and terminal_keys:
         raise _fail(verb, f"failure mixes terminal fields ({', '.join(terminal_keys)}) and SQL fields "
                           f"({', '.join(sql_keys)}); send one kind")
-    spec = SQL_FAILURE if sql_keys else TERMINAL_FAILURE
-    failure = _object(raw, verb, "failure", tuple(spec))
-    values = {k: _str(failure, k, verb, prefix="failure.", required=need, default="") for k, need in spec.items()}
-    try:
-        if spec is TERMINAL_FAILURE:
-            built: SqlFailure | TerminalFailure = TerminalFailure(**values)
-        else:
-            status = _outcome(failure["status"], verb, "failure.status")
-            if status is Outcome.CORRECT:
-                raise _fail(verb, "failure.status is CORRECT: there is no failure to recall memory for")
-            db_path = values.pop("db_path") or None
-            if db_path is not None and not Path(db_path).is_file():
-                raise _fail(verb, f"failure.db_path: no database file at {db_path}")
-            built = SqlFailure(**{**values, "status": status.value}, db_path=db_path)
-    except InvalidInputError as exc:
-        message = str(exc)
-        raise (exc if message.startswith(f"{verb}:") else _fail(verb, message)) from None
+    built = FAILURE_KINDS["sql" if sql_keys else "terminal"][1].parse(raw, verb=verb)
     scope = None
     if obj.get("scope") is not None:
         text = _str(obj, "scope", verb)
@@ -296,28 +257,13 @@ def recall(memory: Memory, request: Any) -> dict:
                    "candidates": d["candidates"]})
 
 
-def _classified(req: RecordRequest, namespace: str) -> tuple[Attempt, ...]:
-    """SQL attempts carry their failure type into the memory (MERIT's typed pools): a failed attempt
-    without one is classified here by the same rules ``recall`` uses. Terminal episodes are
-    classified by ``Memory.record``."""
-    if req.kind != "sql":
-        return req.attempts
-    out = []
-    for a in req.attempts:
-        if a.outcome is not Outcome.CORRECT and a.failure_type is None:
-            d, _ = diagnose(SqlFailure(req.question, a.text, a.outcome.value, a.error or "", database=namespace))
-            a = Attempt(a.text, a.outcome, a.error, d.family, a.failure_subtype or d.root_cause or None)
-        out.append(a)
-    return tuple(out)
-
-
 def record(memory: Memory, request: Any) -> dict:
     req = request if isinstance(request, RecordRequest) else parse_record(request)
     namespace = req.namespace or memory.namespace or "default"
     position = memory.next_position() if req.position is None else req.position
     episode_id = req.episode_id or f"{req.kind}/{req.query_id}/{uuid.uuid4().hex[:12]}"
     episode = Episode(episode_id=episode_id, query_id=req.query_id, position=position, namespace=namespace,
-                      question=req.question, attempts=_classified(req, namespace), context=req.context,
+                      question=req.question, attempts=req.attempts, context=req.context,
                       method=req.method, kind=req.kind, finalized=True)
     stored = memory.record(episode)
     return _plain({"memory_id": None if stored is None else stored.id,

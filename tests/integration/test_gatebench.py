@@ -11,7 +11,7 @@ from repairmem.bench.gatebench import gate_bench_main
 from repairmem.bench.gatebench.evaluate import run_replay
 from repairmem.bench.gatebench.generate import TEMPLATES, World, data_hash, scale_of
 from repairmem.errors import InvalidInputError
-from repairmem.gate import AuditLog, load_policy
+from repairmem.gate import AuditLog, load_policy, save_policy
 from repairmem.gate.audit import gate_explain_main
 from repairmem.gate.policies import RSCBMC, StaticHybrid
 from repairmem.memory import Memory, TerminalFailure
@@ -133,8 +133,8 @@ def test_gate_end_to_end_over_the_store(world, tmp_path):
     info = memory.explain(hard_recall.id)
     assert info["safety_override"] and info["candidates"]
     assert all(c["status"].startswith("retrieved but not used") for c in info["candidates"])
-    memory.gate.save(tmp_path / "policy.json")
+    save_policy(memory.policy, tmp_path / "policy.json")
     again = load_policy(tmp_path / "policy.json")
     x = audit.get(hard_recall.id)["features"]
-    assert again.decide(x) == memory.gate.policy.decide(x)
+    assert again.decide(x) == memory.policy.decide(x)
     audit.close()

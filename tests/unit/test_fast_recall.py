@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from repairmem import MemoryVariant, Provenance
 from repairmem.retrieval.encoders import HashingEncoder
-from repairmem.retrieval.hybrid import RETRIEVAL_METHODS, RetrievalQuery, retrieve
+from repairmem.domains.sql import RETRIEVAL_METHODS
+from repairmem.retrieval.hybrid import RetrievalQuery, retrieve
 from repairmem.retrieval.index import MemoryIndex
 from repairmem.retrieval.texts import MemoryEmbedder
 from repairmem.store import open_store

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from repairmem import InvalidInputError, MemoryVariant, Provenance
 from repairmem.retrieval.encoders import HashingEncoder
-from repairmem.retrieval.hybrid import (MERIT, RETRIEVAL_METHODS, RetrievalConfig, RetrievalQuery, _rank, minmax,
-                                        retrieval_config, retrieve)
+from repairmem.domains.sql import RETRIEVAL_METHODS, retrieval_config
+from repairmem.retrieval.hybrid import MERIT, RetrievalConfig, RetrievalQuery, _rank, minmax, retrieve
 from repairmem.retrieval.index import MemoryIndex
 from repairmem.retrieval.texts import MemoryEmbedder
 from repairmem.store import open_store

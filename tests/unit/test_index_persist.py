@@ -13,12 +13,8 @@ from repairmem.retrieval import bm25 as bm25_module
 from repairmem.retrieval import index as index_module
 from repairmem.retrieval import quantized
 from repairmem.retrieval.encoders import HashingEncoder
-from repairmem.retrieval.hybrid import (
-    MERIT,
-    RETRIEVAL_METHODS,
-    RetrievalQuery,
-    retrieve,
-)
+from repairmem.domains.sql import RETRIEVAL_METHODS
+from repairmem.retrieval.hybrid import MERIT, RetrievalQuery, retrieve
 from repairmem.retrieval.index import MemoryIndex
 from repairmem.store import open_store
 from tests.conftest import make_episode

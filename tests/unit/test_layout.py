@@ -1,7 +1,7 @@
 """The package layout shows the architecture: imports point one way, no cycles, no huge files.
 
-Direction of imports: ``cli → bench → agents → memory → {gate, retrieval, store, llm, classify,
-sql} → base`` (base: ``types``, ``errors``, ``check``, ``files``, ``untrusted``, ``sqlite_wal``).
+Direction of imports: ``cli → bench → agents → memory → domains → {gate, retrieval, store, llm,
+classify, sql} → base`` (base: ``types``, ``errors``, ``check``, ``files``, ``untrusted``, ``sqlite_wal``).
 Every module under ``src/repairmem`` is parsed with ``ast``; imports at any depth count (a
 function-level import is still a dependency), relative imports are resolved. Edges into the root
 package are not dependencies: ``repairmem/__init__.py`` is the public surface that re-exports.
@@ -31,11 +31,12 @@ ALLOWED = {
     "sql": BASE | {"classify"},
     "retrieval": BASE | {"store"},
     "gate": BASE | {"classify", "retrieval", "store"},
-    "memory": BASE | MID,
-    "service": BASE | MID | {"memory"},          # JSON in and out of Memory, for the CLI and the MCP server
-    "agents": BASE | MID | {"memory"},
-    "bench": BASE | MID | {"memory", "agents"},
-    "demo": BASE | MID | {"memory", "agents", "bench"},   # the main job: the benchmark's loop, live
+    "domains": BASE | {"classify", "sql", "retrieval", "gate"},   # what SQL and terminal mean, behind one protocol
+    "memory": BASE | {"gate", "retrieval", "store", "domains"},   # knows no domain: dispatches to them
+    "service": BASE | {"memory", "domains", "gate"},             # JSON in and out of Memory, for the CLI and MCP
+    "agents": BASE | {"memory", "domains", "sql", "llm"},        # memory only through Memory's verbs
+    "bench": BASE | MID | {"memory", "agents", "domains"},
+    "demo": BASE | MID | {"memory", "agents", "bench", "domains"},   # the main job: the benchmark's loop, live
 }
 ANYTHING = {"cli", "mcp", "mcp_server", "__main__"}
 
@@ -205,3 +206,27 @@ def test_no_module_over_the_size_limit():
         if lines > MAX_LINES:
             big.append(f"{path.relative_to(SRC.parent)}: {lines} lines")
     assert not big, f"modules over {MAX_LINES} lines (split them by concern):\n" + "\n".join(big)
+
+
+MEMORY_PRIVATE = {"_store", "_index", "_gate", "_audit", "_open", "_owned", "_domains", "_retrieval",
+                  "_policy_path", "_reward_config", "_token_budget", "_ids"}
+
+
+def test_nothing_outside_memory_reads_a_memorys_private_parts():
+    """Agents, services and benchmarks reach memory through ``Memory``'s verbs: no module but
+    ``memory.py`` reads ``x._store``, ``x._gate``, ... of an object that is not itself."""
+    found = []
+    for name, path in _modules().items():
+        if name == f"{ROOT}.memory":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in MEMORY_PRIVATE and not (
+                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append(f"{name}:{node.lineno} reads .{node.attr}")
+    assert not found, "\n".join(found)
+
+
+def test_memory_has_no_domain_branch():
+    """``Memory`` dispatches to its domains; it never asks which kind a failure is."""
+    text = (SRC / "memory.py").read_text(encoding="utf-8")
+    assert "kind ==" not in text and "kind !=" not in text and "SqlFailure)" not in text

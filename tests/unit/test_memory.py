@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from repairmem.domains import SqlDomain
+
 from repairmem import Attempt, Episode, InvalidInputError, Memory, SqlFailure, TerminalFailure
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -22,7 +24,7 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     action, *_ = capsys.readouterr().out.split()
     assert action != "abstain" and (tmp_path / "memory.db.gate.json").exists()
     with Memory.open("memory.db") as again:          # the policy's state was saved and comes back
-        assert again.gate.policy.t == 1 and again.stats()["variants"] == 1
+        assert again.policy.t == 1 and again.stats()["variants"] == 1
 
 
 def _db(path: Path, ddl: str) -> Path:
@@ -71,11 +73,11 @@ def test_reward_reaches_the_policy_the_audit_log_and_the_counters(sql_memory):
     recall = memory.recall(SqlFailure("Ages?", "SELECT agee FROM singer", "EXECUTION_ERROR", "no such column: agee",
                                       database="concert", db_path=concert), query_id="q5", scope="same", position=3)
     assert recall.injected
-    t = memory.gate.policy.t
+    t = memory.policy.t
     r = memory.feedback(recall.id, accepted=True, verified=True)
-    assert memory.gate.policy.t == t + 1
-    assert memory.audit.get(recall.id)["reward"] == pytest.approx(r) and r > 2
-    counters = memory.store.get([recall.memory_ids[0]])[0].counters
+    assert memory.policy.t == t + 1
+    assert memory.explain(recall.id)["reward"]["value"] == pytest.approx(r) and r > 2
+    counters = memory.get([recall.memory_ids[0]])[0].counters
     assert (counters.uses, counters.accepted, counters.verified) == (1, 1, 1)
     with pytest.raises(InvalidInputError, match="already has its feedback"):
         memory.feedback(recall.id, accepted=True)
@@ -113,7 +115,7 @@ def test_bad_failures_are_clear_errors():
 
 def test_hints_rendering_masks_another_databases_names_and_keeps_the_direction(tmp_path):
     concert = _db(tmp_path / "concert.sqlite", "CREATE TABLE singer (id INT, name TEXT, age INT, country TEXT);")
-    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None, sql_render="hints") as memory:
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None, domains=(SqlDomain(render="hints"),)) as memory:
         memory.record(_episode(1, "shop", "SELECT nme FROM product", "no such column: nme", "SELECT name FROM product"))
         recall = memory.recall(SqlFailure("Names?", "SELECT nmae FROM singer", "EXECUTION_ERROR",
                                           "no such column: nmae", database="concert", db_path=concert), query_id="q2")
@@ -125,7 +127,7 @@ def test_hints_rendering_masks_another_databases_names_and_keeps_the_direction(t
 
 def test_gated_by_action_shows_a_full_block_only_when_the_database_has_its_tables(sql_memory, tmp_path):
     _, concert, _ = sql_memory
-    with Memory.open(tmp_path / "g.db", encoder="hashing", sql_render="by_action") as memory:
+    with Memory.open(tmp_path / "g.db", encoder="hashing", domains=(SqlDomain(render="by_action"),)) as memory:
         memory.record(_episode(1, "concert", "SELECT nam FROM singer", "no such column: nam", "SELECT name FROM singer"))
         recall = memory.recall(SqlFailure("Names of singers?", "SELECT nmae FROM singer", "EXECUTION_ERROR",
                                           "no such column: nmae", database="concert", db_path=concert),
@@ -137,8 +139,8 @@ def test_gated_by_action_shows_a_full_block_only_when_the_database_has_its_table
 
 
 def test_unknown_sql_rendering_is_refused(tmp_path):
-    with pytest.raises(InvalidInputError, match="sql_render"):
-        Memory.open(tmp_path / "x.db", encoder="hashing", sql_render="pretty")
+    with pytest.raises(InvalidInputError, match="render must be one of"):
+        SqlDomain(render="pretty")
 
 
 def test_feedback_from_another_process_charges_what_reached_the_prompt(tmp_path):
@@ -156,15 +158,15 @@ def test_feedback_from_another_process_charges_what_reached_the_prompt(tmp_path)
                                    "SELECT name FROM singer"))
             recall = memory.recall(failure, query_id="q5", scope="same", position=3)
             assert recall.injected
-            audited = memory.audit.get(recall.id)
-            assert audited["injected_tokens"] == (len(recall.text) + 3) // 4 != audited["payload_tokens"]
+            audited = memory.explain(recall.id)
+            assert audited["payload"]["tokens_in_prompt"] == (len(recall.text) + 3) // 4 != audited["payload"]["tokens"]
             assert audited["lead_id"] == recall.positives[0].id
             if same_process:
                 rewards.append(memory.feedback(recall.id, accepted=True, verified=True))
                 continue
         with Memory.open(path, encoder="hashing") as other:      # a second process: nothing open here
             rewards.append(other.feedback(recall.id, accepted=True, verified=True))
-            assert other.audit.get(recall.id)["reward"] == pytest.approx(rewards[-1])
+            assert other.explain(recall.id)["reward"]["value"] == pytest.approx(rewards[-1])
             with pytest.raises(InvalidInputError, match="already has its feedback"):
                 other.feedback(recall.id, accepted=True)
     assert rewards[0] == pytest.approx(rewards[1])

@@ -200,7 +200,7 @@ def test_experience_keeps_only_verified_steps_once_per_run_and_task():
     assert archive.add_verified(record("a", 1.0, ["other"]), "run1", 2) == 0      # same (run, task)
     assert archive.add_verified(record("a", 1.0, ["again"]), "run2", 3) == 1      # another run
     assert len(archive) == 3 and archive.sources == {("run1", "a"), ("run2", "a")}
-    stored = archive.memory.store.all_variants()
+    stored = archive.memory.get(range(1, len(archive.memory) + 1))
     assert {m.kind for m in stored} == {"terminal"} and all(m.polarity.value == "+" for m in stored)
     assert [m.after for m in stored] == ["ls", "git status", "again"] and stored[1].before == "ls"
     assert stored[1].provenance[0].episode_id == "run1/a/p1#t1"

@@ -24,7 +24,6 @@ from typing import Any, Sequence
 
 from ..sql.datasets import Example
 from ..sql.scoring import Verdict, score_bird, score_spider
-from ..classify.sql import classify_sql
 from ..check import check_int, check_number
 from ..errors import InvalidInputError
 from ..llm.protocol import ChatModel, ChatResult, ContextWindowError, GenerationConfig, Message
@@ -32,11 +31,9 @@ from ..errors import PromptLeakError
 from ..sql.audit import check_prompt, find_leaks
 from ..sql.prompts import CLIP_CHARS, COMPACTION_LEVELS, AttemptView, prompt_version, reflection_prompt, repair_prompt
 from ..sql.prompts import MEMORY_BLOCK, extract_sql
-from ..classify.sql_signatures import identifiers as sql_identifiers
-from ..memory import Memory, Recall, SqlFailure
-from ..gate.actions import estimate_tokens
-from ..gate.features import ADDED_FEATURES
-from ..retrieval.hybrid import RETRIEVAL_METHODS, RetrievalConfig
+from ..domains import SqlFailure
+from ..memory import ADDED_FEATURES, Memory, Recall
+from ..domains import RETRIEVAL_METHODS, RetrievalConfig, copies_foreign_names, sql_diagnosis
 from ..sql.hints import lesson, repeats_failed_direction
 from ..sql.schema import database_identifiers
 from ..sql.execute import MAX_TIMEOUT_S, execute_readonly
@@ -65,7 +62,7 @@ class Method:
     writes: tuple[Polarity, ...] = ()
     grounded: bool = False
     gate: str | None = None      # the gate policy that decides what enters the prompt (None: all of it)
-    render: str = "merit"        # how memory is shown: merit | hints | by_action (``Memory``'s sql_render)
+    render: str = "merit"        # how memory is shown: merit | hints | by_action (``SqlDomain.render``)
     negative_guard: bool = False # a repair that repeats a direction that failed on this database is not run
     answers: bool = False        # a verified episode also writes its answer memory (retrieved by question)
     reward: str = "review"       # gated rows: review (issue 17's step_feedback) | outcome (``step_feedback``)
@@ -331,7 +328,7 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
     """
     if method.uses_memory and memory is None:
         raise InvalidInputError(f"method {method.name} retrieves memory: pass the Memory of its store")
-    if method.uses_memory and (memory.gate is None) != (method.gate is None):
+    if method.uses_memory and memory.gated != (method.gate is not None):
         raise InvalidInputError(f"method {method.name}: its Memory must {'have a' if method.gate else 'have no'} gate")
     env = SqlEnvironment(example, options)
     query_id = example.example_id
@@ -369,9 +366,9 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
     while (method.repair and attempts[-1].verdict_outcome is not Outcome.CORRECT
            and len(attempts) <= options.budget):
         current = attempts[-1]
-        diagnosis = classify_sql(current.verdict_outcome, current.error, current.sql, question=example.question,
-                                 rows=current.rows if current.verdict_outcome is Outcome.DENOTATION_MISMATCH else None)
-        current.failure_type, current.failure_subtype = diagnosis.failure_type.value, diagnosis.subtype
+        diagnosis = sql_diagnosis(example.question, current.sql, current.verdict_outcome, current.error,
+                                  tuple(current.rows))
+        current.failure_type, current.failure_subtype = diagnosis.family, diagnosis.root_cause
         calls = []
         positives, negatives, retrieval_info, recall = (), (), None, None
         if method.retrieval is not None:
@@ -424,8 +421,7 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
         broken = None
         if sql is not None and method.negative_guard and earlier is None:
             if failed_here is None:
-                failed_here = memory.store.candidates(position=position, query_id=query_id, namespace=example.db_id,
-                                                      scope="same", polarity="-")
+                failed_here = memory.failed_directions(position=position, query_id=query_id, namespace=example.db_id)
             broken = repeats_failed_direction(sql, failed_here, example.db_id)
         if sql is None:
             attempts.append(_AttemptState("", Outcome.EXECUTION_ERROR, "no SQL query found in the answer", raw=answer.text))
@@ -454,7 +450,7 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
         if method.negative_guard:
             step["failed_direction"] = attempts[-1].failed_direction
         if method.answers:   # what the memory cost in the prompt, for the reward accounting of ungated rows too
-            step["memory_tokens"] = estimate_tokens(recall.text) if recall is not None else 0
+            step["memory_tokens"] = recall.tokens if recall is not None else 0
         if method.gate is not None:
             feedback = step_feedback(recall, attempts[-1], example.db_path, reward=method.reward)
             step["gate"] = {"recall": recall.id, "action": recall.action, "injected": list(recall.memory_ids),
@@ -464,8 +460,8 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
 
     final = attempts[-1]
     if final.verdict_outcome is not Outcome.CORRECT and final.failure_type is None:
-        d = classify_sql(final.verdict_outcome, final.error, final.sql, question=example.question)
-        final.failure_type, final.failure_subtype = d.failure_type.value, d.subtype
+        d = sql_diagnosis(example.question, final.sql, final.verdict_outcome, final.error)
+        final.failure_type, final.failure_subtype = d.family, d.root_cause
     record = {
         "example_id": query_id, "position": position, "db_id": example.db_id, "method": method.name,
         "initial_correct": attempts[0].verdict_outcome is Outcome.CORRECT,
@@ -512,9 +508,7 @@ def step_feedback(recall: Recall, attempt: "_AttemptState", db_path, *, reward: 
         return {"correct_abstain": correct, "success": correct}
     if correct:
         return {"accepted": True, "verified": True, "success": True}
-    foreign = sql_identifiers(attempt.sql) - database_identifiers(db_path)
-    shown = set().union(*(sql_identifiers(m.before, m.after) for m in (*recall.positives, *recall.negatives)))
-    if foreign & shown:
+    if copies_foreign_names(attempt.sql, (*recall.positives, *recall.negatives), database_identifiers(db_path)):
         return {"false_positive": True}
     if reward == "outcome":
         tried = normalize_sql(attempt.sql) if attempt.sql else None

@@ -37,15 +37,13 @@ from typing import Any, Callable
 from tqdm import tqdm
 
 from ..agents.sql_repair import NO_MEMORY_TOKENS_PER_REPAIR, LoopOptions, finalized_writes, method as get_method, run_episode
-from ..gate import AuditLog, Gate, Ledger, make_policy
 from ..gate.reward import RewardConfig, outcome_reward
-from ..gate.gate import load_gate_state, save_gate_state
+from ..domains import SqlDomain
 from ..memory import Memory
 from ..check import check_int
 from ..errors import InvalidInputError
 from ..sql.evidence import sample_values
 from ..llm.protocol import ChatModel
-from ..store import open_store
 from ..sql.datasets import Dataset, load_dataset
 from ..files import append_jsonl, output_dir, read_jsonl_lines, write_atomic
 from .initial import initial_predictions
@@ -186,15 +184,16 @@ def _locked(out: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def refill_store(store, records: list[dict], dataset: Dataset, method_name: str, run_id: str) -> None:
-    """Finalize every recorded episode of one stream into ``store``, in stream order: what a resumed
-    stream's store holds (finalize is idempotent, so the same ids on a first run and on a resume)."""
+def refill_store(write, records: list[dict], dataset: Dataset, method_name: str, run_id: str) -> None:
+    """``write(episode, memory)`` every finalized write of every recorded episode of one stream, in
+    stream order: what a resumed stream's memory holds (finalizing is idempotent in the store, so the
+    same ids on a first run and on a resume). ``write``: ``Memory.record``, or a store's ``finalize``."""
     method = get_method(method_name)
     by_id = {ex.example_id: ex for ex in dataset.examples}
     for record in records:
         ex = by_id[record["example_id"]]
         for episode, memory in finalized_writes(record, ex, dataset.schemas[ex.db_id], method, run_id):
-            store.finalize(episode, memory)
+            write(episode, memory)
 
 
 def reward_config(method) -> RewardConfig:
@@ -218,21 +217,13 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
     if progress:
         progress.skip(len(done))
     run_id = f"{method.name}-seed{seed}"
-    store = memory = audit = None
+    memory = None
     gates = out / "gates" / run_id
     if method.uses_memory:
-        from ..retrieval.texts import MemoryEmbedder
-        (out / "stores").mkdir(exist_ok=True)
-        store = open_store(out / "stores" / f"{run_id}.db", embedder=MemoryEmbedder(encoder))
+        memory = _stream_memory(method, out, run_id, len(done), order, encoder)
     try:
-        if store is not None:   # recorded episodes are in the store too (a kill may have come between)
-            refill_store(store, done, dataset, method.name, run_id)
-            from ..retrieval.index import MemoryIndex
-            policy = None
-            if method.gate is not None:
-                policy, audit = _stream_gate(method, out, run_id, len(done), order)
-            memory = Memory(store, MemoryIndex(store, encoder), policy=policy, retrieval=method.retrieval,
-                            sql_render=method.render, reward_config=reward_config(method))
+        if memory is not None:   # recorded episodes are in the store too (a kill may have come between)
+            refill_store(memory.record, done, dataset, method.name, run_id)
         samples: dict[str, str] = {}
         for position in range(len(done), len(order)):
             if stop_after is not None and position - len(done) >= stop_after:
@@ -244,47 +235,48 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
                                  schema=dataset.schemas[ex.db_id], options=options, memory=memory, run_id=run_id,
                                  samples=samples.get(ex.db_id, ""))
             if method.gate is not None:
-                memory.gate.end_session(ex.example_id)
-                save_gate_state(memory.gate, gates / f"{position + 1}.json", after=ex.example_id)
+                memory.end_session(ex.example_id)
+                memory.checkpoint(gates / f"{position + 1}.json", after=ex.example_id)
             append_jsonl(records_path, result.record)
             (gates / f"{position - 1}.json").unlink(missing_ok=True)
-            if store is not None:
+            if memory is not None:
                 for episode, written in result.writes:
-                    store.finalize(episode, written)
+                    memory.record(episode, written)
             if progress:
                 progress.add(result.record)
     finally:
-        if store is not None:
-            store.close()
-        if audit is not None:
-            audit.close()
+        if memory is not None:
+            memory.close()
     return records_path
 
 
-def _stream_gate(method, out: Path, run_id: str, recorded: int, order: list):
-    """The gate of a gated stream: fresh, or as saved with its last record (a resume); and its audit log."""
+def _stream_memory(method, out: Path, run_id: str, recorded: int, order: list, encoder) -> Memory:
+    """The memory of a stream; gated: its gate fresh, or as checkpointed with its last record (a
+    resume), and the audit decisions of an episode a kill cut short discarded."""
+    (out / "stores").mkdir(exist_ok=True)
+    options = dict(encoder=encoder, policy=method.gate, retrieval=method.retrieval, ledger="process",
+                   domains=(SqlDomain(render=method.render),), reward_config=reward_config(method))
+    if method.gate is None:
+        return Memory.open(out / "stores" / f"{run_id}.db", **options)
     gates = out / "gates" / run_id
     gates.mkdir(parents=True, exist_ok=True)
     (out / "audit").mkdir(exist_ok=True)
-    audit = AuditLog(out / "audit" / f"{run_id}.db")
+    resume = None
+    if recorded:
+        resume = gates / f"{recorded}.json"
+        if not resume.exists():
+            raise InvalidInputError(f"{resume}: the gate state saved with record {recorded} of {run_id} is "
+                                    "missing; the stream cannot resume exactly (start it again in a new --out)")
+    memory = Memory.open(out / "stores" / f"{run_id}.db", audit=out / "audit" / f"{run_id}.db", resume=resume,
+                         policy_params=dict(method.gate_params), **options)
     try:
-        if recorded == 0:
-            gate = Gate(make_policy(method.gate, **dict(method.gate_params)), audit=audit, ledger=Ledger(),
-                        reward_config=reward_config(method))
-        else:
-            path = gates / f"{recorded}.json"
-            if not path.exists():
-                raise InvalidInputError(f"{path}: the gate state saved with record {recorded} of {run_id} is "
-                                        "missing; the stream cannot resume exactly (start it again in a new --out)")
-            gate, meta = load_gate_state(path, audit=audit, reward_config=reward_config(method))
-            if meta.get("after") != order[recorded - 1].example_id:
-                raise InvalidInputError(f"{path}: saved after {meta.get('after')!r}, but record {recorded} is "
-                                        f"{order[recorded - 1].example_id!r}")
-        if recorded < len(order):   # decisions of an episode a kill cut short (the first one too)
-            audit.discard_session(order[recorded].example_id)
-        return gate, audit
+        if resume is not None and memory.resumed.get("after") != order[recorded - 1].example_id:
+            raise InvalidInputError(f"{resume}: saved after {memory.resumed.get('after')!r}, but record {recorded} "
+                                    f"is {order[recorded - 1].example_id!r}")
+        memory.forget_sessions(keep={ex.example_id for ex in order[:recorded]})
+        return memory
     except BaseException:
-        audit.close()
+        memory.close()
         raise
 
 

@@ -82,30 +82,6 @@ class RetrievalConfig:
 
 
 MERIT = RetrievalConfig("merit")
-ANSWER_FLOOR = 0.74   # with the default encoder (all-MiniLM-L6-v2); docs/results.md, issue 29
-RETRIEVAL_METHODS: dict[str, RetrievalConfig] = {c.name: c for c in (
-    MERIT,
-    replace(MERIT, name="merit_type_reliability", type_mode="reliability"),
-    replace(MERIT, name="dynamic_rag", pooled=True, type_mode="none"),
-    replace(MERIT, name="positive_only", k_negative=0),
-    replace(MERIT, name="no_type_filter", type_mode="none"),
-    replace(MERIT, name="no_dense", dense_weight=0.0, bm25_weight=1.0),
-    replace(MERIT, name="no_bm25", dense_weight=1.0, bm25_weight=0.0),
-    replace(MERIT, name="random_same_type", type_mode="random"),
-    replace(MERIT, name="cross_database_only", scope=Scope.CROSS),
-    # not a row of the paper's Table 4; its finding that schema-local memory matters most, turned around
-    replace(MERIT, name="same_database_only", scope=Scope.SAME),
-    # issue 29: memory of verified answers, alone and beside MERIT's transitions; the floor keeps 90 % of
-    # twins on the Spider dev examples outside the evaluation stream (benchmarks/answer_similarity.py)
-    RetrievalConfig("answers", k_positive=0, k_negative=0, k_answer=2, min_answer_similarity=ANSWER_FLOOR),
-    replace(MERIT, name="merit_answers", k_answer=2, min_answer_similarity=ANSWER_FLOOR),
-)}
-
-
-def retrieval_config(name: str, **overrides: Any) -> RetrievalConfig:
-    if name not in RETRIEVAL_METHODS:
-        raise InvalidInputError(f"unknown retrieval method {name!r}; choose from {', '.join(RETRIEVAL_METHODS)}")
-    return replace(RETRIEVAL_METHODS[name], **overrides) if overrides else RETRIEVAL_METHODS[name]
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from ..check import check_str
 from .jsonl import export_jsonl, import_jsonl, read_jsonl
 from .protocol import Embedder, MemoryStore
 from .sqlite import SCHEMA_VERSION, SQLiteMemoryStore
@@ -24,6 +25,7 @@ def open_store(path: str | os.PathLike, *, embedder: Embedder | None = None, rea
     (``pip install 'repairmem[postgres]'``); anything else is an SQLite file (``":memory:"`` allowed).
     ``read_only``: the store must exist; nothing is created or written (what read-only commands use).
     """
+    check_str(os.fspath(path) if isinstance(path, os.PathLike) else path, "store path")  # no lone surrogates
     if is_postgres_url(path):
         from .postgres import PostgresMemoryStore
         return PostgresMemoryStore(path, embedder=embedder, read_only=read_only)

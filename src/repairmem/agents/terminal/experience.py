@@ -20,7 +20,8 @@ provenance      episode ``RUN/TASK/pPASS#tSTEP``, query = the task, position = t
 Its embedding is reasoning + observation (``retrieval.texts.dense_text``), the paper's key.
 Retrieval is the store's causal eligibility (written before this attempt's position, never from
 the current task) with one dense-only pooled row (``EXPERIENCE``: exact cosine, k = 1, ties to
-the earliest memory), through ``Memory.recall`` with the agent's own query. Positions: the seed
+the earliest memory), through ``Memory.recall`` of a ``HintQuery``: the agent's own query, a
+domain of its own (``ExperienceDomain``) registered with the terminal one. Positions: the seed
 run's records first (0, 1, ...), then this run's records in order, so a resumed run sees exactly
 what the uninterrupted run saw.
 """
@@ -32,16 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...classify.terminal import classify_terminal
+from ...domains import RetrievalConfig, RetrievalQuery, Situation, TerminalDomain, TerminalFailure
+from ...domains import terminal_memory_fields
+from ...domains.terminal import show_payload
 from ...errors import InvalidInputError
 from ...files import packed, read_jsonl_lines
-from ...gate.features import signature_memory_dict
-from ...gate.gate import Gate
-from ...memory import Memory, Recall, TerminalFailure
-from ...retrieval.hybrid import RetrievalConfig
-from ...retrieval.index import MemoryIndex
-from ...retrieval.texts import MemoryEmbedder
-from ...store import open_store
+from ...memory import Memory, Recall
 from ...types import Attempt, Episode, MemoryVariant
 from .actions import clip
 from .config import ATTEMPTS_FILE, RUN_FILE
@@ -49,6 +46,41 @@ from .config import ATTEMPTS_FILE, RUN_FILE
 EXPERIENCE = RetrievalConfig("experience", pooled=True, k_pooled=1, type_mode="none", dense_weight=1.0,
                              bm25_weight=0.0)
 OUTPUT_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class HintQuery:
+    """What the agent looks for: its own query text (the step's context); nothing failed."""
+
+    text: str
+
+
+class ExperienceDomain(TerminalDomain):
+    """The terminal agent's hint query as a domain: diagnosed as the terminal classifier reads the
+    query text as a log (what the gated rung's gate has always seen), retrieved with the text alone,
+    shown as the gate's payload; it owns no memories of its own (``finalize`` is the terminal one)."""
+
+    def __init__(self) -> None:
+        super().__init__(retrieval=EXPERIENCE)
+
+    def accepts(self, failure) -> bool:
+        return isinstance(failure, HintQuery)
+
+    def diagnose(self, failure: HintQuery):
+        return super().diagnose(TerminalFailure(command="", log=failure.text))
+
+    def situation(self, failure: HintQuery, *, namespace: str | None, default: str) -> Situation:
+        return Situation(namespace or default)
+
+    def query(self, failure: HintQuery, diagnosis, *, position: int, query_id: str, namespace: str) -> RetrievalQuery:
+        return RetrievalQuery(question=failure.text, current="", failure_type="", position=position,
+                              query_id=query_id, namespace=namespace, kind="terminal")
+
+    def show(self, action: str, payload, positives, negatives, situation: Situation):
+        return show_payload(payload, positives, negatives)
+
+    def parse(self, obj, *, verb: str):
+        raise InvalidInputError(f"{verb}: the terminal agent's hint queries have no JSON form")
 
 
 @dataclass(frozen=True)
@@ -87,17 +119,16 @@ def steps_from_record(record: dict, run_id: str) -> list[ExperienceStep]:
 def step_memory(step: ExperienceStep, previous: str, namespace: str, position: int,
                 attempt_pass: int) -> tuple[Episode, MemoryVariant]:
     """(the one-step episode, its memory) of a verified step (module doc)."""
-    diagnosis = classify_terminal(step.context, previous or None)
+    fields = terminal_memory_fields(step.context, previous)
     episode = Episode(episode_id=f"{step.run_id}/{step.task_id}/p{attempt_pass}#t{step.step}",
                       query_id=step.task_id, position=position, namespace=namespace, question=step.goal,
                       attempts=(Attempt(step.command, "CORRECT"),), method="terminal-agent", kind="terminal",
                       finalized=True)
     memory = MemoryVariant(
-        kind="terminal", polarity="+", namespace=namespace, failure_type=diagnosis.family,
-        root_cause=diagnosis.root_cause, question=step.goal, before=previous, after=step.command, outcome="CORRECT",
+        kind="terminal", polarity="+", namespace=namespace, failure_type=fields["failure_type"],
+        root_cause=fields["root_cause"], question=step.goal, before=previous, after=step.command, outcome="CORRECT",
         context=step.reasoning, failure_context=step.context, error=step.output[:OUTPUT_CHARS],
-        signatures={**signature_memory_dict(diagnosis.signatures), "step": step.step, "run": step.run_id,
-                    "task": step.task_id})
+        signatures={**fields["signatures"], "step": step.step, "run": step.run_id, "task": step.task_id})
     return episode, memory
 
 
@@ -131,22 +162,27 @@ class Experience:
         self._trajectories: dict[tuple[str, str], list[int]] = {}
 
     @classmethod
-    def open(cls, path, encoder, *, gate: Gate | None = None) -> "Experience":
-        """The experience in the store at ``path`` (``":memory:"`` for a throwaway one); ``close()`` it."""
-        store = open_store(path, embedder=MemoryEmbedder(encoder))
-        return cls(Memory(store, MemoryIndex(store, encoder), policy=gate, retrieval=EXPERIENCE))
+    def open(cls, path, encoder, *, policy: str | None = None, audit=None, resume=None,
+             keep_sessions=()) -> "Experience":
+        """The experience in the store at ``path`` (``":memory:"`` for a throwaway one); ``close()`` it.
+        With ``policy`` a gate decides for each due hint: its decisions go to ``audit``, it continues
+        from the checkpoint ``resume`` (``Memory.open``), and audited decisions of sessions not in
+        ``keep_sessions`` (an attempt a kill cut short) are discarded."""
+        memory = Memory.open(path, encoder=encoder, policy=policy, audit=audit if policy else False,
+                             ledger="process", resume=resume, domains=(ExperienceDomain(), TerminalDomain()))
+        if policy is not None:
+            memory.forget_sessions(keep=keep_sessions)
+        return cls(memory)
 
     @property
     def gated(self) -> bool:
-        return self.memory.gate is not None
+        return self.memory.gated
 
     def close(self) -> None:
-        self.memory.store.close()
-        if self.memory.audit is not None:
-            self.memory.audit.close()
+        self.memory.close()
 
     def __len__(self) -> int:
-        return len(self.memory.store)
+        return len(self.memory)
 
     @property
     def sources(self) -> set[tuple[str, str]]:
@@ -191,11 +227,9 @@ class Experience:
     def nearest(self, query: str, *, task_id: str, position: int, session: str = "") -> Found | None:
         """The step most similar to ``query`` that the task may see at ``position`` (``Found``), or None."""
         text = query or "(no output yet)"
-        recall = self.memory.recall(TerminalFailure(command="", log=text), query_id=task_id, position=position,
-                                    query=text, session=session or task_id)
-        if not recall.candidates:
-            if recall.id in self.memory._open:      # nothing to decide about: no feedback will follow
-                self.memory.feedback(recall.id)
+        recall = self.memory.recall(HintQuery(text), query_id=task_id, position=position, session=session or task_id)
+        if not recall.candidates:      # nothing to decide about: the recall is closed at once
+            self.memory.feedback(recall.id)
             return None
         best = recall.candidates[0]
         return Found(_view(best.memory), float(best.dense), recall)
@@ -212,7 +246,7 @@ class Experience:
 
     def trajectory_of(self, step: ExperienceStep) -> list[ExperienceStep]:
         ids = self._trajectories.get((step.run_id, step.task_id), [])
-        return [_view(m) for m in self.memory.store.get(ids)] if ids else [step]
+        return [_view(m) for m in self.memory.get(ids)] if ids else [step]
 
 
 def render_hint_body(step: ExperienceStep, representation: str, experience: Experience | None = None) -> str:

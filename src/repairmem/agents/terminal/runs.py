@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 from ...check import check_int
 from ...errors import InvalidInputError
-from ...files import append_jsonl, output_dir, read_jsonl_lines
+from ...files import append_jsonl, output_dir, read_jsonl_lines, write_atomic
 from ...llm.protocol import ChatModel
 from ..tasks import load_tasks
 from ..workspace import SANDBOXES, TaskSetupError, choose_sandbox
@@ -36,8 +36,6 @@ from .actions import SYSTEM_PROMPT, TOOLS
 from .attempt import run_attempt
 from .config import ATTEMPTS_FILE, LADDER, RUN_FILE, AgentConfig, memory_setting
 from .grounding import grounding
-from ...gate import AuditLog, Gate, Ledger, make_policy
-from ...gate.gate import load_gate_state, save_gate_state
 from .experience import Experience
 from .hints import Hint, allow_hint
 from .report import agent_report_main
@@ -121,11 +119,8 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
     experience = None
     seed_summary = None
     if setting.retrieval:
-        if encoder is None:
-            from ...retrieval.encoders import resolve_encoder
-            encoder = resolve_encoder(config.encoder)
-        gate = _gate(setting.gate, out_dir, read_jsonl_lines(out_dir / ATTEMPTS_FILE)) if setting.gate else None
-        experience = Experience.open(out_dir / "memory.db", encoder, gate=gate)
+        experience = _experience(setting.gate, out_dir, read_jsonl_lines(out_dir / ATTEMPTS_FILE),
+                                 config.encoder if encoder is None else encoder)
         if setting.seeded:
             seed_summary = experience.seed_from_run(config.seed_from)
     try:
@@ -149,10 +144,8 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
                 "tools": list(version.tools if version else TOOLS),
                 "seed": seed_summary, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "sandbox_used": choose_sandbox(config.sandbox), "versions": _package_versions(),
-                "encoder_name": getattr(encoder, "name", None)}
-        tmp = meta_file.with_name(meta_file.name + ".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(meta_file)
+                "encoder_name": experience.memory.encoder_name if experience is not None else None}
+        write_atomic(meta_file, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     records = read_jsonl_lines(attempts_file)
     done = {(r["pass"], r["task_id"]) for r in records}
     solved_in: dict[str, int] = {}
@@ -180,8 +173,8 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
                 raise InvalidInputError(str(exc)) from None
             record.update({"pass": p, "run_id": run_id, "archive_steps": archive_size})
             if experience is not None and experience.gated:   # the gate as it stands with this record
-                save_gate_state(experience.memory.gate, out_dir / "gates" / f"{len(records) + 1}.json",
-                                after=f"{task.task_id}/p{p}")
+                experience.memory.checkpoint(out_dir / "gates" / f"{len(records) + 1}.json",
+                                             after=f"{task.task_id}/p{p}")
             append_jsonl(attempts_file, record)
             (out_dir / "gates" / f"{len(records) - 1}.json").unlink(missing_ok=True)
             records.append(record)
@@ -196,26 +189,20 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
     return out_dir
 
 
-def _gate(policy: str, out_dir: Path, records: list[dict]) -> Gate:
-    """The gated rung's gate: fresh, or as saved with the last record (a resume); the audit log's
-    decisions of an attempt a kill cut short are discarded."""
+def _experience(policy: str | None, out_dir: Path, records: list[dict], encoder) -> Experience:
+    """The run's experience; gated: the gate fresh, or as saved with the last record (a resume), the
+    audit log's decisions of an attempt a kill cut short discarded."""
+    if not policy:
+        return Experience.open(out_dir / "memory.db", encoder)
     (out_dir / "gates").mkdir(parents=True, exist_ok=True)
-    audit = AuditLog(out_dir / "audit.db")
-    try:
-        if not records:
-            gate = Gate(make_policy(policy), audit=audit, ledger=Ledger())
-        else:
-            path = out_dir / "gates" / f"{len(records)}.json"
-            if not path.exists():
-                raise InvalidInputError(f"{path}: the gate state saved with attempt {len(records)} is missing; the "
-                                        "run cannot resume exactly (start it again in a new --out)")
-            gate, _ = load_gate_state(path, audit=audit)
-        for session in audit.sessions() - {f"{r['task_id']}/p{r['pass']}" for r in records}:
-            audit.discard_session(session)
-        return gate
-    except BaseException:
-        audit.close()
-        raise
+    resume = None
+    if records:
+        resume = out_dir / "gates" / f"{len(records)}.json"
+        if not resume.exists():
+            raise InvalidInputError(f"{resume}: the gate state saved with attempt {len(records)} is missing; the "
+                                    "run cannot resume exactly (start it again in a new --out)")
+    return Experience.open(out_dir / "memory.db", encoder, policy=policy, audit=out_dir / "audit.db", resume=resume,
+                           keep_sessions={f"{r['task_id']}/p{r['pass']}" for r in records})
 
 
 def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, passes: int = 1,

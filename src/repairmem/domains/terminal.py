@@ -1,0 +1,106 @@
+"""The terminal domain: a failed shell or coding step, the terminal classifier, the gate's payloads.
+
+Retrieval is one untyped pool of positives with a +0.1 family bonus (no family is trusted enough
+to filter on: the family is the gate's evidence, and a filtered pool hides look-alikes). What a
+gate action puts in the prompt is its payload (``gate.actions``); without a gate every retrieved
+memory is shown as ``high_recall_retrieval`` would show it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..check import request_error, request_fields
+from ..classify.terminal import classify_terminal
+from ..errors import InvalidInputError
+from ..gate.actions import Action, render
+from ..gate.features import signature_memory_dict
+from ..retrieval.hybrid import RetrievalConfig, RetrievalQuery
+from ..types import Episode, MemoryVariant, memory_from_episode
+from .base import Diagnosis, Shown, Situation
+
+TERMINAL_RETRIEVAL = RetrievalConfig("terminal", k_positive=5, k_negative=0, type_mode="reliability",
+                                     reliable_types=frozenset())
+# the JSON fields of a terminal failure and whether each is required
+TERMINAL_FIELDS: Mapping[str, bool] = {"command": True, "log": True, "task": False, "project": False}
+
+
+@dataclass(frozen=True)
+class TerminalFailure:
+    """A failed shell/coding step: the command and what came back; ``task`` is what it was for."""
+
+    command: str
+    log: str
+    task: str = ""
+    project: str = ""
+
+    kind = "terminal"
+
+    def __post_init__(self) -> None:
+        for name in ("command", "log", "task", "project"):
+            if not isinstance(getattr(self, name), str):
+                raise InvalidInputError(f"TerminalFailure.{name} must be a string, got "
+                                        f"{type(getattr(self, name)).__name__}")
+        if not (self.command.strip() or self.log.strip()):
+            raise InvalidInputError("TerminalFailure needs a command or a log")
+
+
+def terminal_memory_fields(log: str, command: str | None) -> dict:
+    """The classifier's reading of a terminal observation as ``MemoryVariant`` fields: family
+    (``failure_type``), ``root_cause`` and the signatures to store."""
+    d = classify_terminal(log, command or None)
+    return {"failure_type": d.family, "root_cause": d.root_cause, "signatures": signature_memory_dict(d.signatures)}
+
+
+def show_payload(payload, positives: Sequence[MemoryVariant], negatives: Sequence[MemoryVariant]) -> Shown:
+    """The gate payload's text (``payload``: None without a gate: everything, as high recall)."""
+    text = "" if not positives else payload.text if payload is not None else \
+        render(Action.HIGH_RECALL, list(positives)).text
+    return Shown(tuple(positives), tuple(negatives), text)
+
+
+@dataclass(frozen=True)
+class TerminalDomain:
+    """Failed terminal steps (``TerminalFailure``); an episode keeps its failure -> fix transition."""
+
+    retrieval: RetrievalConfig = TERMINAL_RETRIEVAL
+    kind = "terminal"
+
+    def accepts(self, failure: Any) -> bool:
+        return isinstance(failure, TerminalFailure)
+
+    def diagnose(self, failure: TerminalFailure):
+        d = classify_terminal(failure.log, failure.command or None)
+        return Diagnosis(d.family, d.root_cause, float(d.confidence), d.rule), d.signatures
+
+    def situation(self, failure: TerminalFailure, *, namespace: str | None, default: str) -> Situation:
+        return Situation(namespace or failure.project or default)
+
+    def query(self, failure: TerminalFailure, diagnosis: Diagnosis, *, position: int, query_id: str,
+              namespace: str) -> RetrievalQuery:
+        return RetrievalQuery(question=failure.task, current=failure.command, failure_type=diagnosis.family,
+                              position=position, query_id=query_id, namespace=namespace, failure_context=failure.log,
+                              kind="terminal")
+
+    def show(self, action: str, payload, positives, negatives, situation: Situation) -> Shown:
+        return show_payload(payload, positives, negatives)
+
+    def finalize(self, episode: Episode) -> MemoryVariant | None:
+        """MERIT's rule, keyed on the failed step's classification when the caller gave none."""
+        memory = memory_from_episode(episode)
+        if memory is None or memory.signatures:
+            return memory
+        failed = episode.attempts[-2]
+        d = classify_terminal(failed.error or "", failed.text or None)
+        return memory.with_(failure_type=failed.failure_type or d.family,
+                            root_cause=failed.failure_subtype or d.root_cause,
+                            signatures=signature_memory_dict(d.signatures))
+
+    def parse(self, obj: Any, *, verb: str) -> TerminalFailure:
+        """``{command, log, task?, project?}`` -> ``TerminalFailure`` (errors name the field)."""
+        values = request_fields(obj, verb, TERMINAL_FIELDS)
+        try:
+            return TerminalFailure(**values)
+        except InvalidInputError as exc:
+            raise request_error(verb, str(exc)) from None

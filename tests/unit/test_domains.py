@@ -1,0 +1,122 @@
+"""The domain contract, run on every registered domain (as the policy contract is on every policy):
+each accepts its own failures only, diagnoses with a confidence in [0, 1], builds a causally
+complete retrieval query, shows one delimited block per memory when it shows blocks, derives at
+most one memory per finished episode, and parses its JSON form back to the same failure."""
+
+import sqlite3
+
+import pytest
+
+from repairmem import Memory
+from repairmem.agents.terminal.experience import ExperienceDomain, HintQuery
+from repairmem.domains import DEFAULT_DOMAINS, Domain, SqlDomain, SqlFailure, TerminalDomain, TerminalFailure
+from repairmem.domains.sql import RENDERINGS
+from repairmem.errors import InvalidInputError
+from repairmem.gate.actions import render
+from repairmem.sql.prompts import MEMORY_BLOCK
+from repairmem.types import Attempt, Episode, MemoryVariant, Provenance
+
+
+def sql_db(tmp_path):
+    path = tmp_path / "shop.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE product (id INTEGER, title TEXT, price REAL)")
+    con.commit()
+    con.close()
+    return path
+
+
+def memory(i, kind, after, namespace="shop", polarity="+", failure_type="Schema Linking"):
+    return MemoryVariant(kind=kind, polarity=polarity, namespace=namespace, failure_type=failure_type,
+                         question=f"q{i}", before="SELECT titel FROM product" if kind == "sql" else "pytest",
+                         after=after, outcome="CORRECT" if polarity == "+" else "EXECUTION_ERROR",
+                         provenance=(Provenance(f"s{i}", f"e{i}", i),), id=i)
+
+
+def cases(tmp_path):
+    """(domain, its failures, another domain's failure, memories it shows, a finished episode)."""
+    db = sql_db(tmp_path)
+    sql = SqlFailure("Titles?", "SELECT titel FROM product", "EXECUTION_ERROR", "no such column: titel",
+                     database="shop", db_path=db)
+    terminal = TerminalFailure("pytest tests/", "E   ModuleNotFoundError: No module named 'requests'", project="web")
+    sql_memories = [memory(1, "sql", "SELECT title FROM product"),
+                    memory(2, "sql", "SELECT name FROM item", namespace="other"),
+                    memory(3, "sql", "SELECT titel FROM product", polarity="-")]
+    terminal_memories = [memory(4, "terminal", ".venv/bin/python -m pytest tests/", namespace="web",
+                                failure_type="python_import")]
+    sql_episode = Episode("e9", "q9", 9, "shop", "Titles?", (Attempt("SELECT titel FROM product", "EXECUTION_ERROR",
+                                                                   "no such column: titel"),
+                                                           Attempt("SELECT title FROM product", "CORRECT")),
+                          finalized=True)
+    terminal_episode = Episode("e8", "q8", 8, "web", "run the tests",
+                               (Attempt("pytest tests/", "EXECUTION_ERROR", terminal.log),
+                                Attempt(".venv/bin/python -m pytest tests/", "CORRECT")), kind="terminal",
+                               finalized=True)
+    out = [(SqlDomain(render=r), [sql], terminal, sql_memories, sql_episode) for r in RENDERINGS]
+    out.append((TerminalDomain(), [terminal], sql, terminal_memories, terminal_episode))
+    out.append((ExperienceDomain(), [HintQuery("ModuleNotFoundError: No module named 'requests'")], terminal,
+                terminal_memories, terminal_episode))
+    return out
+
+
+def test_the_default_domains_are_sql_and_terminal():
+    assert [d.kind for d in DEFAULT_DOMAINS] == ["sql", "terminal"]
+    assert all(isinstance(d, Domain) for d in DEFAULT_DOMAINS)
+
+
+def test_domain_contract(tmp_path):
+    for domain, own, foreign, memories, episode in cases(tmp_path):
+        name = f"{type(domain).__name__}({getattr(domain, 'render', '')})"
+        assert isinstance(domain, Domain), name
+        assert all(domain.accepts(f) for f in own) and not domain.accepts(foreign), name
+        for failure in own:
+            diagnosis, _ = domain.diagnose(failure)
+            assert 0.0 <= diagnosis.confidence <= 1.0 and diagnosis.family is not None, name
+            situation = domain.situation(failure, namespace=None, default="fallback")
+            assert situation.namespace, name
+            assert domain.situation(failure, namespace="given", default="fallback").namespace == "given", name
+            query = domain.query(failure, diagnosis, position=7, query_id="q-now", namespace=situation.namespace)
+            assert (query.position, query.query_id, query.namespace) == (7, "q-now", situation.namespace), name
+            assert query.kind == domain.kind and query.text.strip(), name
+            positives = tuple(m for m in memories if m.polarity.value == "+")
+            negatives = tuple(m for m in memories if m.polarity.value == "-")
+            for action in ("always_inject", "high_recall_retrieval", "top1_resolution", "top3_summary",
+                           "high_precision_retrieval"):
+                payload = None if action == "always_inject" else _payload(action, positives)
+                shown = domain.show(action, payload, positives, negatives, situation)
+                assert {m.id for m in shown.positives} <= {m.id for m in positives}, name
+                assert {m.id for m in shown.negatives} <= {m.id for m in negatives}, name
+                if shown.blocks:
+                    assert len(shown.blocks) == len(shown.positives) + len(shown.negatives), (name, action)
+                    assert len(MEMORY_BLOCK.findall(shown.text)) == len(shown.blocks), (name, action)
+            assert domain.show("abstain", None, (), (), situation).text == "", name
+        derived = domain.finalize(episode)
+        assert derived is None or (derived.kind == domain.kind and derived.namespace == episode.namespace), name
+
+
+def _payload(action, positives):
+    return render(action, list(positives))
+
+
+@pytest.mark.parametrize("domain, obj", [
+    (SqlDomain(), {"question": "Titles?", "sql": "SELECT titel FROM product", "status": "EXECUTION_ERROR",
+                   "error": "no such column: titel", "database": "shop"}),
+    (TerminalDomain(), {"command": "pytest tests/", "log": "E   ModuleNotFoundError: No module named 'x'",
+                        "task": "run the tests", "project": "web"}),
+])
+def test_parse_round_trips_and_names_the_field(domain, obj):
+    failure = domain.parse(obj, verb="recall")
+    assert domain.accepts(failure)
+    assert domain.parse({k: getattr(failure, k) if k != "status" else failure.status.value for k in obj},
+                        verb="recall") == failure
+    key = next(iter(obj))
+    with pytest.raises(InvalidInputError, match=f"^recall: failure.{key} must be a string"):
+        domain.parse({**obj, key: 5}, verb="recall")
+    with pytest.raises(InvalidInputError, match="^recall: unknown field failure.nope"):
+        domain.parse({**obj, "nope": 1}, verb="recall")
+
+
+def test_an_unknown_failure_is_refused_by_name(tmp_path):
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:
+        with pytest.raises(InvalidInputError, match="no registered domain takes a dict"):
+            memory.recall({"command": "x"}, query_id="q")
