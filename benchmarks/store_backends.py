@@ -48,6 +48,7 @@ import numpy as np
 from repairmem import Episode, memory_from_episode
 from repairmem.gate.audit import AuditLog
 from repairmem.gate.policies import make_policy
+from repairmem.domains import Diagnosis
 from repairmem.memory import Memory, SqlFailure
 from repairmem.retrieval.encoders import HashingEncoder
 from repairmem.retrieval.hybrid import MERIT, retrieve
@@ -193,7 +194,8 @@ class Side:
     def query(self, q, failure: SqlFailure) -> None:
         found = self.timed("retrieval", retrieve, self.index, q, MERIT)
         self.found.append((tuple(s.memory.id for s in found.positives), tuple(s.memory.id for s in found.negatives)))
-        recall = {"query_id": q.query_id, "position": q.position, "failure_type": q.failure_type}
+        recall = {"query_id": q.query_id, "position": q.position,
+                  "diagnosis": Diagnosis(q.failure_type, "", 1.0, "given")}
         self.timed("recall_none", self.plain.recall, failure, **recall)
         self.actions.append(self.timed("recall_rscb_mc", self.gated.recall, failure, **recall).action)
 
@@ -263,7 +265,7 @@ def bench_size(size: int, args, server, workdir: Path, pids: list[int]) -> dict:
             for q in queries[:args.live]:
                 for side in sides:
                     side.timed("recall_live", side.plain.recall, failure_of(q), query_id=q.query_id,
-                               failure_type=q.failure_type)
+                               diagnosis=Diagnosis(q.failure_type, "", 1.0, "given"))
             for j in range(args.inserts):
                 episode = speed.new_episode(size, j, rng)
                 for side in sides:

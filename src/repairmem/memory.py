@@ -342,6 +342,10 @@ class Memory:
         """Memories by id, in the order asked (an unknown id is an error)."""
         return self._store.get(ids)
 
+    def memories(self) -> list[MemoryVariant]:
+        """Every stored memory, in id order."""
+        return self._store.all_variants()
+
     def failed_directions(self, *, position: int, query_id: str, namespace: str,
                           kind: str | None = None) -> list[MemoryVariant]:
         """The negative memories of ``namespace`` a query may see at ``position`` (causal, as recall's)."""

@@ -26,4 +26,4 @@ def test_a_gated_memory_over_postgres_keeps_its_gate_in_its_state_path(postgres_
         assert memory.explain(recall.id)["reward"] is not None
     assert (tmp_path / "agent1" / "gate.gate.json").is_file() and (tmp_path / "agent1" / "gate.audit.db").is_file()
     with Memory.open(postgres_url, encoder="hashing", state=state) as again:   # another process, same store
-        assert again.gate.policy.t == 1 and again.stats()["variants"] == 1
+        assert again.policy.t == 1 and again.stats()["variants"] == 1

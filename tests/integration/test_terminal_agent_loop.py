@@ -372,7 +372,7 @@ def test_online_growth_adds_only_verified_runs(tmp_path, tasks_dir):
     assert records["make-flag"]["archive_steps"] == 1          # make-done's one command step
     # rebuilt archive = the run's verified attempts only
     archive = Experience.open(replayed / "memory.db", HashingEncoder(256))
-    stored = archive.memory.store.all_variants()
+    stored = archive.memory.memories()
     archive.close()
     assert sorted({m.provenance[0].source_query for m in stored}) == ["make-done", "make-flag"]
     assert all(m.kind == "terminal" and m.signatures["run"] == records["make-done"]["run_id"] for m in stored)
