@@ -9,6 +9,8 @@ accepted as a number although Python makes it an ``int``: ``True`` as a count is
 CLI's), with errors that start with the verb and name the field: ``recall: failure.log must be a
 string, got int``.
 
+``check_label`` is the charset of the labels a memory is filed under (``namespace``, ``failure_type``).
+
 ``parse_json`` is the one strict JSON reader for data that comes from a file or a database row:
 duplicate keys, NaN/Infinity, lone surrogates and nesting deeper than ``MAX_JSON_DEPTH`` are errors.
 """
@@ -18,15 +20,18 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import unicodedata
 from typing import Any, Mapping
 
 from .errors import InvalidInputError
+from .untrusted import untrusted
 
-__all__ = ["INT64_MAX", "MAX_JSON_DEPTH", "check_bool", "check_int", "check_number", "check_str", "json_type", "parse_json",
-           "request_error", "request_fields", "request_object", "request_str"]
+__all__ = ["INT64_MAX", "MAX_JSON_DEPTH", "MAX_LABEL", "check_bool", "check_int", "check_label", "check_number",
+           "check_str", "json_type", "parse_json", "request_error", "request_fields", "request_object", "request_str"]
 
 INT64_MAX = 2**63 - 1      # the largest integer SQLite (and PostgreSQL's BIGINT) can store
 MAX_JSON_DEPTH = 64        # deeper nesting is never ours: a deeper document is refused, not recursed into
+MAX_LABEL = 128            # characters of a namespace or failure type
 
 
 def _fail(got: str, name: str, expected: str, where: str, note: str) -> InvalidInputError:
@@ -90,6 +95,26 @@ def check_str(value: Any, name: str, *, empty: bool = True, where: str = "", not
     surrogate = _lone_surrogate(value)
     if surrogate is not None:
         raise _fail(f"a lone surrogate at index {surrogate}", name, "valid Unicode text", where, note)
+    return value
+
+
+def check_label(value: Any, name: str, *, where: str = "") -> str:
+    """``value`` if it is a label: 1 to ``MAX_LABEL`` printable characters (no control, format,
+    unassigned or separator character but the space), no space at either end, and nothing
+    ``untrusted`` would escape (no chat-template marker). The error names the offending character,
+    never echoes the text."""
+    check_str(value, name, empty=False, where=where)
+    expected = f"a label (1 to {MAX_LABEL} printable characters, no chat-template marker)"
+    problem = (f"{len(value)} characters" if len(value) > MAX_LABEL else
+               "a space at one end" if value != value.strip(" ") else None)
+    for i, ch in enumerate(value if problem is None else ""):
+        if ch != " " and unicodedata.category(ch)[0] in "CZ":
+            problem = f"U+{ord(ch):04X} at index {i}"
+            break
+    if problem is None and untrusted(value, own_turn=True) != value:
+        problem = "a chat-template marker"
+    if problem is not None:
+        raise _fail(problem, name, expected, where, "")
     return value
 
 

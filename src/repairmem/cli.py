@@ -1,7 +1,8 @@
 """The ``repairmem`` command line. ``--json`` prints machine-readable output; errors exit with 2.
 
 Everything printed goes through ``untrusted.printable``: stored text (memories, database values,
-error messages) cannot drive the terminal with escape codes."""
+error messages) cannot drive the terminal with escape codes. Errors and store addresses go through
+``addresses.redact`` (no password is printed), errors and ``memory stats`` through ``untrusted.inert``."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable
 
+from .addresses import redact
 from .errors import InvalidInputError, RepairmemError
 from .types import KINDS, MemoryVariant, Outcome, Polarity, Scope
-from .untrusted import printable
+from .untrusted import inert, printable
 
 
 def _jsonable(obj: Any) -> Any:
@@ -75,8 +77,9 @@ def cmd_memory_import(args):
                 with contextlib.suppress(OSError):      # a path the OS refuses holds nothing of ours
                     Path(args.store + suffix).unlink(missing_ok=True)
         raise
-    _emit(args, {"imported": len(ids), "ids": ids, "store": args.store},
-          lambda: f"imported {len(ids)} memories into {args.store}")
+    store = redact(args.store, address=args.store)
+    _emit(args, {"imported": len(ids), "ids": ids, "store": store},
+          lambda: f"imported {len(ids)} memories into {store}")
 
 
 def cmd_memory_export(args):
@@ -89,7 +92,7 @@ def cmd_memory_export(args):
 
 def cmd_memory_stats(args):
     with _read(args.store) as store:
-        stats = store.stats()
+        stats = inert(store.stats())      # its keys are stored labels: no turn marker leaves (as service.stats)
         _emit(args, stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
 
 
@@ -194,20 +197,13 @@ def _memory_verb(verb: str):
         from . import service
         from .memory import Memory
         from .store import is_postgres_url
-        try:
-            request = ({"recall_id": args.recall_id} if getattr(args, "recall_id", None)
-                       else _read_request(args))
-            parsed = service.parse(verb, request)          # validated before the store is opened
-            policy = None if args.policy == "none" else args.policy
-            store = args.store if is_postgres_url(args.store) else Path(args.store).expanduser()
-            with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state,
-                             read_only=verb in service.READ_ONLY_VERBS) as memory:
-                out = service.VERBS[verb](memory, parsed)
-        except RepairmemError as exc:
-            if args.json:
-                print(printable(json.dumps({"error": str(exc)}, ensure_ascii=False)))
-            print(printable(f"repairmem: error: {exc}"), file=sys.stderr)
-            return 2
+        request = ({"recall_id": args.recall_id} if getattr(args, "recall_id", None) else _read_request(args))
+        parsed = service.parse(verb, request)          # validated before the store is opened; errors: main's
+        policy = None if args.policy == "none" else args.policy
+        store = args.store if is_postgres_url(args.store) else Path(args.store).expanduser()
+        with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state,
+                         read_only=verb in service.READ_ONLY_VERBS) as memory:
+            out = service.VERBS[verb](memory, parsed)
         _emit(args, out, lambda: _human(verb, out))
         return 0
     return run
@@ -584,9 +580,10 @@ def main(argv: list[str] | None = None) -> int:
     except RepairmemError as exc:
         # --json (or, when the arguments did not parse, the word --json among them): the error is JSON on
         # stdout too, same exit code
+        message = inert(redact(exc))      # no password, no turn marker (an agent may read it)
         if getattr(args, "json", False) if args is not None else "--json" in argv:
-            print(printable(json.dumps({"error": str(exc), "kind": type(exc).__name__}, ensure_ascii=False)))
-        print(printable(exc.usage + str(exc) if isinstance(exc, UsageError) else f"repairmem: error: {exc}"),
+            print(printable(json.dumps({"error": message, "kind": type(exc).__name__}, ensure_ascii=False)))
+        print(printable(exc.usage + message if isinstance(exc, UsageError) else f"repairmem: error: {message}"),
               file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -2,8 +2,9 @@
 
 Five tools mirror ``repairmem.service`` (same JSON, same errors): ``recall`` right after a command
 or test fails, ``feedback`` after the retry, ``record`` when a task is finished and verified,
-``explain`` and ``stats``. One ``Memory`` is opened when the server starts and closed (its gate
-state saved) when it stops; feedback also saves the gate state at once.
+``explain`` and ``stats``; an error reaches the agent without passwords (``addresses.redact``) and
+without turn markers (``untrusted.inert``). One ``Memory`` is opened when the server starts and
+closed (its gate state saved) when it stops; feedback also saves the gate state at once.
 
 Built on the official ``mcp`` Python SDK's high-level server: ``FastMCP`` in mcp 1.x, renamed
 ``MCPServer`` in mcp 2.x; either works. Tools are ``async`` so every call runs on the event loop's
@@ -14,7 +15,9 @@ thread, the thread that opened the store (SQLite connections stay on their threa
 from typing import Annotated, Any
 
 from . import service
+from .addresses import redact
 from .errors import RepairmemError
+from .untrusted import inert
 
 INSTRUCTIONS = """\
 repairmem is an experience memory of repaired failures. Use it in this loop:
@@ -91,8 +94,8 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     def run(verb: str, request: dict) -> dict:
         try:
             return service.VERBS[verb](memory, request)
-        except RepairmemError as exc:     # the agent reads the message: it names the field
-            raise tool_error(str(exc)) from None
+        except RepairmemError as exc:     # the agent reads the message: it names the field, holds no password
+            raise tool_error(inert(redact(exc))) from None
 
     options = {"host": host, "port": port} if major == 1 else {}
     server = cls("repairmem", instructions=INSTRUCTIONS, **options)

@@ -21,12 +21,12 @@ first; ``high_recall_retrieval`` adds the negatives); how they look is the domai
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .check import check_int
+from .addresses import redact
+from .check import check_int, check_label
 from .domains import DEFAULT_DOMAINS, Diagnosis, Domain, SqlFailure, TerminalFailure, domain_for, domain_of_kind
 from .domains import retrieval_config
 from .errors import InvalidInputError
@@ -88,11 +88,6 @@ class Recall:
 class _Open:
     recall: Recall
     result: GateResult | None
-
-
-def _redact(url) -> str:
-    """A store address without its password, for messages."""
-    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", str(url))
 
 
 def _resolve_policy(policy, state_path: Path | None, params: dict | None = None) -> Policy | None:
@@ -164,7 +159,7 @@ class Memory:
             raise InvalidInputError("Memory.open: resume= continues a checkpoint, which only ledger='process' keeps")
         is_url = is_postgres_url(path)
         if is_url and policy is not None and state is None:
-            raise InvalidInputError(f"{_redact(path)}: a gated Memory over a shared store keeps its gate locally; "
+            raise InvalidInputError(f"{redact(path)}: a gated Memory over a shared store keeps its gate locally; "
                                     "pass state=PATH_PREFIX (e.g. ~/.repairmem/agent1) or policy=None")
         enc = resolve_encoder(encoder) if encoder is None or isinstance(encoder, str) else encoder
         store = open_store(path, embedder=MemoryEmbedder(enc), read_only=read_only)
@@ -237,8 +232,16 @@ class Memory:
             raise InvalidInputError(f"record's memory must be a MemoryVariant, got {type(memory).__name__}")
         if not episode.finalized:
             raise InvalidInputError(f"episode {episode.episode_id} is not finalized; it cannot write memory yet")
+        where = f"record: episode {episode.episode_id}"   # the labels every answer carries back: one charset
+        check_label(episode.namespace, "namespace", where=where)
+        for i, attempt in enumerate(episode.attempts):
+            if attempt.failure_type is not None:
+                check_label(attempt.failure_type, f"attempts[{i}].failure_type", where=where)
         if memory is DERIVE:
             memory = domain_of_kind(self._domains, episode.kind).finalize(episode)
+        if memory is not None:
+            check_label(memory.namespace, "memory namespace", where=where)
+            check_label(memory.failure_type, "memory failure_type", where=where)
         variant_id = self._store.finalize(episode, memory)
         return None if variant_id is None else self._store.get([variant_id])[0]
 

@@ -4,7 +4,9 @@ The MCP server (``repairmem.mcp_server``) and the command line (``repairmem memo
 feedback|explain``) both go through here, so an agent sees the same shapes and the same errors on
 either road. Every request is validated before anything is opened or written; an error is an
 ``InvalidInputError`` whose message starts with the verb and names the field, e.g.
-``recall: failure.log must be a string, got int``.
+``recall: failure.log must be a string, got int``. Every answer leaves with each string in it,
+keys too, made inert (``untrusted.inert``: no chat-template turn marker, no control character), and
+``record`` takes a ``namespace`` or ``failure_type`` only in ``check.check_label``'s charset.
 
 =========  =====================================================================================
 verb       request -> response
@@ -32,13 +34,14 @@ session's rejection count starts again in each process.
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .check import check_bool, check_int, check_str, request_error, request_object, request_str
+from .check import check_bool, check_int, check_label, request_error, request_object, request_str
 from .check import json_type as _type
 from .errors import InvalidInputError, RepairmemError
 from .gate.reward import FEEDBACK_FLAGS, Feedback
@@ -47,6 +50,7 @@ from .domains.sql import SQL_FIELDS
 from .domains.terminal import TERMINAL_FIELDS
 from .memory import Memory
 from .types import KINDS, Attempt, Episode, Outcome, Scope
+from .untrusted import inert
 
 __all__ = ["READ_ONLY_VERBS", "VERBS", "call", "explain", "feedback", "parse", "record", "recall", "stats"]
 
@@ -73,6 +77,15 @@ def _bool(obj: dict, key: str, verb: str) -> bool | None:
         return None
     try:
         return check_bool(obj[key], key)
+    except InvalidInputError as exc:
+        raise _fail(verb, str(exc)) from None
+
+
+def _label(obj: dict, key: str, verb: str, *, prefix: str = "") -> str | None:
+    """A namespace or failure type: ``check_label``'s charset, since every answer carries it back."""
+    value = _str(obj, key, verb, prefix=prefix, empty=False)
+    try:
+        return None if value is None else check_label(value, prefix + key)
     except InvalidInputError as exc:
         raise _fail(verb, str(exc)) from None
 
@@ -186,7 +199,7 @@ def parse_record(request: Any) -> RecordRequest:
         if a.get("error") is not None and a.get("log") is not None:
             raise _fail(verb, f"{name}: give error or log, not both (the log is the error of a terminal step)")
         error = _str(a, "log" if a.get("log") is not None else "error", verb, prefix=f"{name}.")
-        ftype = _str(a, "failure_type", verb, prefix=f"{name}.", empty=False)
+        ftype = _label(a, "failure_type", verb, prefix=f"{name}.")
         subtype = _str(a, "failure_subtype", verb, prefix=f"{name}.")
         if outcome is Outcome.CORRECT and i != len(raw) - 1:
             raise _fail(verb, f"{name}.outcome is CORRECT but it is not the last attempt: an episode stops at "
@@ -194,7 +207,7 @@ def parse_record(request: Any) -> RecordRequest:
         attempts.append(Attempt(text, outcome, error or None, ftype, subtype or None))
     return RecordRequest(kind, query_id, question, tuple(attempts),
                          episode_id=_str(obj, "episode_id", verb, empty=False),
-                         namespace=_str(obj, "namespace", verb, empty=False), position=_int(obj, "position", verb),
+                         namespace=_label(obj, "namespace", verb), position=_int(obj, "position", verb),
                          context=_str(obj, "context", verb, default=""), method=_str(obj, "method", verb, default=""))
 
 
@@ -247,16 +260,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _answer(verb):
+    """A verb whose JSON answer leaves the process: plain JSON, every string in it (keys too) made
+    inert (``untrusted.inert``). Memory-controlled text is not only ``text``: a candidate's
+    failure type and namespace, ``stats``' keys, an audit record's reasons."""
+    @functools.wraps(verb)
+    def answered(memory: Memory, request: Any = None) -> dict:
+        return inert(_plain(verb(memory, request)))
+    return answered
+
+
+@_answer
 def recall(memory: Memory, request: Any) -> dict:
     req = request if isinstance(request, RecallRequest) else parse_recall(request)
     got = memory.recall(req.failure, query_id=req.query_id, namespace=req.namespace, scope=req.scope,
                         position=req.position, session=req.session)
     d = got.to_dict()
-    return _plain({"recall_id": d["id"], "action": d["action"], "inject": got.injected, "text": d["text"],
-                   "memory_ids": d["memory_ids"], "why": d["why"], "diagnosis": d["diagnosis"],
-                   "candidates": d["candidates"]})
+    return {"recall_id": d["id"], "action": d["action"], "inject": got.injected, "text": d["text"],
+            "memory_ids": d["memory_ids"], "why": d["why"], "diagnosis": d["diagnosis"], "candidates": d["candidates"]}
 
 
+@_answer
 def record(memory: Memory, request: Any) -> dict:
     req = request if isinstance(request, RecordRequest) else parse_record(request)
     namespace = req.namespace or memory.namespace or "default"
@@ -266,12 +290,13 @@ def record(memory: Memory, request: Any) -> dict:
                       question=req.question, attempts=req.attempts, context=req.context,
                       method=req.method, kind=req.kind, finalized=True)
     stored = memory.record(episode)
-    return _plain({"memory_id": None if stored is None else stored.id,
-                   "pattern": None if stored is None else stored.pattern.key,
-                   "polarity": None if stored is None else ("positive" if stored.polarity.value == "+" else "negative"),
-                   "episode_id": episode_id, "position": position})
+    return {"memory_id": None if stored is None else stored.id,
+            "pattern": None if stored is None else stored.pattern.key,
+            "polarity": None if stored is None else ("positive" if stored.polarity.value == "+" else "negative"),
+            "episode_id": episode_id, "position": position}
 
 
+@_answer
 def feedback(memory: Memory, request: Any) -> dict:
     req = request if isinstance(request, FeedbackRequest) else parse_feedback(request)
     try:
@@ -282,17 +307,19 @@ def feedback(memory: Memory, request: Any) -> dict:
     return {"recall_id": req.recall_id, "reward": float(r)}
 
 
+@_answer
 def explain(memory: Memory, request: Any) -> dict:
     recall_id = request if isinstance(request, str) else parse_explain(request)
     try:
-        return _plain(memory.explain(recall_id))
+        return memory.explain(recall_id)
     except RepairmemError as exc:
         raise InvalidInputError(f"explain: {exc}") from None
 
 
+@_answer
 def stats(memory: Memory, request: Any = None) -> dict:
     parse_stats(request)
-    return _plain(memory.stats())
+    return memory.stats()
 
 
 VERBS = {"recall": recall, "record": record, "feedback": feedback, "explain": explain, "stats": stats}

