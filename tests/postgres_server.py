@@ -65,9 +65,9 @@ def _has_group(name: str) -> bool:
 
 
 class PostgresServer:
-    def __init__(self, admin_url: str, stop=None) -> None:
+    def __init__(self, admin_url: str, stop=None, start=None) -> None:
         self.admin_url = admin_url
-        self._stop = stop
+        self._stop, self._start = stop, start
         self.created: list[str] = []
 
     def url(self, database: str) -> str:
@@ -91,6 +91,12 @@ class PostgresServer:
     def stop(self) -> None:
         if self._stop is not None:
             self._stop()
+
+    def start(self) -> None:
+        """Start a stopped embedded server again, on the same port and data (a restart's second half)."""
+        if self._start is None:
+            raise PostgresUnavailable("an external server is not ours to start")
+        self._start()
 
 
 def start_embedded(tmp: Path) -> PostgresServer:
@@ -120,13 +126,17 @@ def start_embedded(tmp: Path) -> PostgresServer:
             os.chmod(copy / package.name, 0o755)
             bin_dir = copy / package.name / install.name / bin_dir.name
     data, log, port = tmp / "data", tmp / "server.log", _free_port()
+    options = f"-p {port} -h 127.0.0.1 -k {tmp} -c fsync=off -c synchronous_commit=off " \
+              "-c full_page_writes=off -c max_connections=100"
+
+    def start():
+        subprocess.run([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60",
+                        "-o", options, "start"], check=True, capture_output=True, timeout=90, **who)
+
     try:
         subprocess.run([str(bin_dir / "initdb"), "-D", str(data), "--auth=trust", "-U", "postgres", "-E", "utf8",
                         "--no-sync"], check=True, capture_output=True, timeout=120, **who)
-        options = f"-p {port} -h 127.0.0.1 -k {tmp} -c fsync=off -c synchronous_commit=off " \
-                  "-c full_page_writes=off -c max_connections=100"
-        subprocess.run([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60",
-                        "-o", options, "start"], check=True, capture_output=True, timeout=90, **who)
+        start()
     except (OSError, subprocess.SubprocessError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
@@ -137,7 +147,7 @@ def start_embedded(tmp: Path) -> PostgresServer:
         subprocess.run([str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-m", "immediate", "stop"],
                        capture_output=True, timeout=60, check=False, **who)
 
-    server = PostgresServer(f"postgresql://postgres@127.0.0.1:{port}/postgres", stop)
+    server = PostgresServer(f"postgresql://postgres@127.0.0.1:{port}/postgres", stop, start)
     server.admin("CREATE EXTENSION IF NOT EXISTS vector")   # checks pgvector is there
     return server
 

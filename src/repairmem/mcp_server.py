@@ -3,8 +3,10 @@
 Five tools mirror ``repairmem.service`` (same JSON, same errors): ``recall`` right after a command
 or test fails, ``feedback`` after the retry, ``record`` when a task is finished and verified,
 ``explain`` and ``stats``; an error reaches the agent without passwords (``addresses.redact``) and
-without turn markers (``untrusted.inert``). One ``Memory`` is opened when the server starts and
-closed (its gate state saved) when it stops; feedback also saves the gate state at once.
+without turn markers (``untrusted.inert``). Arguments are parsed by ``service`` itself, as on the
+CLI (``Strict``), not by the SDK, which coerces. One ``Memory`` is opened when the server starts and
+closed when it stops; each feedback commits reward and policy update in one transaction of the
+audit log, so several servers on one store and state lose no update.
 
 Built on the official ``mcp`` Python SDK's high-level server: ``FastMCP`` in mcp 1.x, renamed
 ``MCPServer`` in mcp 2.x; either works. Tools are ``async`` so every call runs on the event loop's
@@ -12,9 +14,14 @@ thread, the thread that opened the store (SQLite connections stay on their threa
 ``from __future__ import annotations`` here: the SDK reads the tools' annotations at runtime.
 """
 
+import contextvars
+import inspect
+import json
+import os
+import sys
 from typing import Annotated, Any
 
-from . import service
+from . import check, service
 from .addresses import redact
 from .errors import RepairmemError
 from .untrusted import inert
@@ -90,15 +97,20 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     from pydantic import Field
 
     cls, major, tool_error = _server_class()
+    parsed: contextvars.ContextVar = contextvars.ContextVar("parsed")
+    allowed: dict[str, tuple[str, ...]] = {}
 
-    def run(verb: str, request: dict) -> dict:
+    def refused(exc: RepairmemError):     # the agent reads the message: it names the field, holds no password
+        return tool_error(inert(redact(exc)))
+
+    def run(verb: str) -> dict:
         try:
-            return service.VERBS[verb](memory, request)
-        except RepairmemError as exc:     # the agent reads the message: it names the field, holds no password
-            raise tool_error(inert(redact(exc))) from None
+            return service.VERBS[verb](memory, parsed.get())
+        except RepairmemError as exc:
+            raise refused(exc) from None
 
     options = {"host": host, "port": port} if major == 1 else {}
-    server = cls("repairmem", instructions=INSTRUCTIONS, **options)
+    server = _strict(cls, refused, allowed, parsed)("repairmem", instructions=INSTRUCTIONS, **options)
 
     def text(description: str):
         return Field(description=description)
@@ -115,8 +127,7 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
             position: Annotated[int | None, text("stream position (default: after everything recorded)")] = None,
             session: Annotated[str | None, text("groups the recalls of one episode (default: query_id)")] = None,
     ) -> dict[str, Any]:
-        return run("recall", _given(query_id=query_id, failure=failure, namespace=namespace, scope=scope,
-                                             position=position, session=session))
+        return run("recall")
 
     @server.tool(description=_unwrapped(RECORD_DOC))
     async def record(
@@ -131,9 +142,7 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
             position: Annotated[int | None, text("stream position (default: the next one)")] = None,
             context: Annotated[str | None, text("a short summary of the environment")] = None,
     ) -> dict[str, Any]:
-        return run("record", _given(query_id=query_id, task=task, attempts=attempts, kind=kind,
-                                             namespace=namespace, episode_id=episode_id, position=position,
-                                             context=context))
+        return run("record")
 
     @server.tool(description=_unwrapped(FEEDBACK_DOC))
     async def feedback(
@@ -146,29 +155,118 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
                                                          "helped")] = None,
             success: Annotated[bool | None, text("the failure was repaired (reported, not rewarded)")] = None,
     ) -> dict[str, Any]:
-        return run("feedback", _given(recall_id=recall_id, verified=verified, accepted=accepted,
-                                               false_positive=false_positive, rejected=rejected,
-                                               correct_abstain=correct_abstain, success=success,
-                                               source="mcp"))
+        return run("feedback")
 
     @server.tool(description=_unwrapped(EXPLAIN_DOC))
     async def explain(recall_id: Annotated[str, text("the recall_id that recall returned")]) -> dict[str, Any]:
-        return run("explain", {"recall_id": recall_id})
+        return run("explain")
 
     @server.tool(description=_unwrapped(STATS_DOC))
     async def stats() -> dict[str, Any]:
-        return run("stats", {})
+        return run("stats")
 
+    for tool in (recall, record, feedback, explain, stats):
+        allowed[tool.__name__] = tuple(inspect.signature(tool).parameters)
     return server
+
+
+def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar):
+    """``cls`` (the SDK's server class) whose calls to the tools in ``allowed`` are parsed by ``service``."""
+
+    class Strict(cls):
+        """Each call's raw arguments are parsed by ``service`` (as on the CLI: strict types, unknown
+        fields refused, the same messages) before the SDK sees them; the tools run that parse, never
+        the SDK's coerced copy ("yes" -> True, "5" -> 5, unknown arguments dropped)."""
+
+        async def call_tool(self, name, arguments, *rest, **options):
+            if name not in allowed:
+                return await super().call_tool(name, arguments, *rest, **options)
+            try:
+                request = check.request_object(arguments or {}, name, "", allowed[name])
+                if name == "feedback":
+                    request["source"] = "mcp"
+                token = parsed.set(service.parse(name, request))
+            except RepairmemError as exc:
+                raise refused(exc) from None
+            try:
+                return await super().call_tool(name, arguments, *rest, **options)
+            finally:
+                parsed.reset(token)
+
+        async def run_stdio_async(self) -> None:
+            """The SDK's stdio loop over ``_Lines``, which answers a line the SDK cannot parse."""
+            import anyio
+            from mcp.server.stdio import stdio_server
+            from mcp.shared.message import SessionMessage
+
+            low = getattr(self, "_lowlevel_server", None) or self._mcp_server     # mcp 2.x, 1.x
+            ready, out = anyio.Event(), []
+
+            async def reply(line: str) -> None:
+                await ready.wait()
+                await out[0].send(SessionMessage(_error_reply(line)))
+
+            async with stdio_server(stdin=_Lines(reply)) as (read, write):
+                out.append(write)
+                ready.set()
+                await low.run(read, write, low.create_initialization_options())
+
+
+    return Strict
+
+
+def _parse_message(line: str):
+    """The SDK's own parse of one JSON-RPC line (``ValueError``-like on a line it refuses)."""
+    import mcp.types as types
+    if hasattr(types, "jsonrpc_message_adapter"):                      # mcp 2.x
+        return types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    return types.JSONRPCMessage.model_validate_json(line)               # mcp 1.x
+
+
+def _error_reply(line: str):
+    """JSON-RPC's answer to a line that is not a message: -32700 when it is not JSON, else -32600
+    with the request's id when it has a usable one (so the client stops waiting), null otherwise."""
+    import mcp.types as types
+    try:
+        obj = json.loads(line)
+        code, message = types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message the server can read"
+    except ValueError:
+        obj, code, message = None, types.PARSE_ERROR, "Parse error: the line is not JSON"
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        rid = None
+    error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
+    root = getattr(types.JSONRPCMessage, "model_fields", {})
+    return types.JSONRPCMessage(error) if "root" in root else error      # 1.x wraps every message
+
+
+class _Lines:
+    """The lines of stdin for the SDK's stdio transport, minus those it cannot parse: the SDK would
+    only log those (the client then waits for its timeout); each is answered by ``reply`` instead."""
+
+    def __init__(self, reply) -> None:
+        self.reply = reply
+
+    def __aiter__(self):
+        return self._lines()
+
+    async def _lines(self):
+        import anyio
+        wire = open(os.dup(sys.stdin.fileno()), encoding="utf-8", errors="replace")   # closing it leaves fd 0
+        async for line in anyio.wrap_file(wire):
+            if not line.strip():
+                continue
+            try:
+                _parse_message(line)
+            except Exception:          # pydantic's ValidationError (a ValueError) or a JSON decoder's error
+                await self.reply(line)
+                continue
+            yield line
 
 
 def _unwrapped(doc: str) -> str:
     """One paragraph: the docs above are wrapped for the source, not for the agent."""
     return " ".join(doc.split())
-
-
-def _given(**fields) -> dict:
-    return {k: v for k, v in fields.items() if v is not None}
 
 
 def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,

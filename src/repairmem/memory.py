@@ -21,6 +21,7 @@ first; ``high_recall_retrieval`` adds the negatives); how they look is the domai
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -128,6 +129,8 @@ class Memory:
         else:
             self._gate = None if policy is None else Gate(policy, audit=audit, reward_config=reward_config,
                                                           ledger=ledger if ledger is not None else StoreLedger(store))
+        if self._gate is not None and self._gate.durable:
+            self._policy_path = None     # the audit log keeps the learned policy
         self._reward_config = reward_config
         self._audit = audit
         self._open: dict[str, _Open] = {}
@@ -143,8 +146,8 @@ class Memory:
              **options) -> "Memory":
         """Open (creating) the store at ``path`` (a file, ``":memory:"`` or a ``postgresql://`` URL).
         ``encoder``: a spec (``default``, ``hashing``, ...) or an encoder. With a policy, the gate's
-        decisions go to ``STATE.audit.db`` and its learned state to ``STATE.gate.json`` (reloaded on
-        the next open), where STATE is ``state`` or, for a file store, the store's own path; a shared
+        decisions, rewards and learned state go to ``STATE.audit.db`` (each feedback one transaction,
+        so processes sharing it lose no update; ``STATE.gate.json`` without an audit log), where STATE is ``state`` (a path prefix; a folder holds ``gate.audit.db``) or, for a file store, the store's own path; a shared
         PostgreSQL store needs ``state`` (each agent's gate is its own). ``policy=None`` always injects.
         ``read_only`` (``explain``, ``stats``): the store, and the audit log with a policy, must exist;
         nothing is created or written, the gate state included.
@@ -167,15 +170,21 @@ class Memory:
         try:
             in_memory = str(path) == ":memory:"
             if state is not None:
+                folder = str(state).endswith(("/", os.sep))
                 state = Path(state).expanduser()
+                if folder or state.is_dir():     # a folder holds the files itself
+                    state = state / "gate"
                 if not read_only:
                     state.parent.mkdir(parents=True, exist_ok=True)
             path = state if state is not None else path
             policy_path = None if (in_memory and state is None) or policy is None else Path(f"{path}.gate.json")
-            resolved = None if ledger == "process" else _resolve_policy(policy, policy_path, policy_params)
             if policy is not None and audit:
                 log = AuditLog(":memory:" if in_memory and state is None else f"{path}.audit.db" if audit is True
                                else audit, create=not read_only)
+            # with an audit log the policy learns inside it (Gate.durable); STATE.gate.json, which
+            # older versions kept, only seeds a log that keeps no policy yet
+            seed = None if log is not None and log.policy_updates() >= 0 else policy_path
+            resolved = None if ledger == "process" else _resolve_policy(policy, seed, policy_params)
             meta: dict = {}
             if ledger == "process" and policy is not None:
                 reward_config = options.pop("reward_config", RewardConfig())
@@ -399,9 +408,9 @@ class Memory:
             try:
                 r = self._gate.feedback(result, Feedback(**flags, tokens=result.tokens if result.tokens is not None
                                                         else result.payload.tokens), source=source)
-            except InvalidInputError:
-                if entry.recall is not None:
-                    self._open[recall_id] = entry     # rejected feedback: the recall stays open
+            except Exception:
+                if entry.recall is not None and not result.rewarded:
+                    self._open[recall_id] = entry     # nothing committed: the recall stays open for a retry
                 raise
             if self._policy_path is not None:
                 save_policy(self._gate.policy, self._policy_path)

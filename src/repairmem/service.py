@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .check import check_bool, check_int, check_label, request_error, request_object, request_str
+from .check import INT64_MAX, check_bool, check_int, check_label, request_error, request_object, request_str
 from .check import json_type as _type
 from .errors import InvalidInputError, RepairmemError
 from .gate.reward import FEEDBACK_FLAGS, Feedback
@@ -67,7 +67,7 @@ def _int(obj: dict, key: str, verb: str, *, low: int = 0) -> int | None:
     if obj.get(key) is None:
         return None
     try:
-        return check_int(obj[key], key, low=low)
+        return check_int(obj[key], key, low=low, high=INT64_MAX)
     except InvalidInputError as exc:
         raise _fail(verb, str(exc)) from None
 

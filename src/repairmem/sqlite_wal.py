@@ -120,6 +120,12 @@ def connect_wal(path: str, *, busy_timeout_s: float, what: str, application_id: 
         if read_only:
             return db
         db.close()
+        try:        # a file we may not write (immutable, read-only mount): refused before SQLite makes side files
+            with file.open("r+b"):
+                pass
+        except OSError as exc:
+            raise StoreError(f"{path}: the {what} is read-only or immutable here ({exc.strerror}); "
+                             "nothing was changed") from None
     elif read_only:
         raise InvalidInputError(f"{path}: no {what} here ({found}); nothing was created, check the path")
     elif found == "no folder":

@@ -53,6 +53,12 @@ def test_candidates_respect_position_query_scope_and_polarity(filled):
     assert [c["namespace"] for c in got["candidates"]] == ["B"]
 
 
+@pytest.mark.parametrize("position", [-5, 10 ** 30])
+def test_candidates_bound_the_position_as_record_does(filled, position):
+    code, out, err = run("memory", "candidates", "--store", filled, "--position", position, "--query-id", "q", "--json")
+    assert code == 2 and "position must be an int in [0, 9223372036854775807]" in json.loads(out)["error"], err
+
+
 def test_bad_import_exits_non_zero_names_the_line_and_stores_nothing(tmp_path):
     bad = tmp_path / "positive.jsonl"
     bad.write_text('{"format_version": 3}\n')

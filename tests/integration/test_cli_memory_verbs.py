@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from repairmem.gate.audit import AuditLog
+from repairmem.gate.policies import policy_body
 from repairmem.store import open_store
 
 LOG = "/usr/bin/python3: No module named pytest"
@@ -50,11 +51,12 @@ def state(store):
             snapshot["store"] = s.stats()
             snapshot["counters"] = [m.counters for m in s.get(list(range(1, len(s) + 1)))]
     audit = store.with_name(store.name + ".audit.db")
+    snapshot["gate"] = None
     if audit.exists():
         with AuditLog(audit, create=False) as log:
             snapshot["audit"] = list(log.decisions())
-    gate = store.with_name(store.name + ".gate.json")
-    snapshot["gate"] = gate.read_text() if gate.exists() else None
+            kept = log.policy_state()              # the learned policy lives in the audit log
+            snapshot["gate"] = None if kept is None else json.dumps({**policy_body(kept[0]), "updates": kept[1]})
     return snapshot
 
 
@@ -129,7 +131,7 @@ def test_human_lines_without_json(recorded):
     ("recall", {"failure": RECALL["failure"]}, "missing field query_id"),
     ("recall", {**RECALL, "failure": {"command": "make", "log": 3}}, "failure.log must be a string"),
     ("recall", {**RECALL, "failure": {"command": "make", "lgo": "x"}}, "unknown field failure.lgo"),
-    ("recall", {**RECALL, "position": -1}, "position must be an int >= 0"),
+    ("recall", {**RECALL, "position": -1}, "position must be an int in [0, 9223372036854775807]"),
     ("recall", {"query_id": "q", "failure": {"question": "q?", "sql": "SELECT 1", "status": "CORRECT"}},
      "failure.status is CORRECT"),
     ("record", {**EPISODE, "attempts": [EPISODE["attempts"][0], {"command": "x", "outcome": "FINE"}]},

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -105,9 +106,8 @@ def test_record_recall_feedback_explain_over_stdio(tmp_path):
         return got["recall_id"]
 
     recall_id = anyio.run(_session_run, store, body)
-    assert (tmp_path / "memory.db.gate.json").exists()
     with AuditLog(tmp_path / "memory.db.audit.db", create=False) as log:
-        assert log.get(recall_id)["reward"] is not None
+        assert log.get(recall_id)["reward"] is not None and log.policy_updates() == 1
 
 
 def test_the_same_loop_against_a_shared_postgres_store(postgres_url, tmp_path):
@@ -124,4 +124,63 @@ def test_the_same_loop_against_a_shared_postgres_store(postgres_url, tmp_path):
 
     stats = anyio.run(_session_run, postgres_url, body, ("--state", str(tmp_path / "agent" / "gate")))
     assert stats["variants"] == 1 and stats["path"].startswith("postgresql://")
-    assert (tmp_path / "agent" / "gate.gate.json").is_file()
+    assert (tmp_path / "agent" / "gate.audit.db").is_file()
+
+
+# (arguments of one call, the text of the CLI's own error for the same request): the SDK would coerce
+# "yes"/1/"on" to True and "5" to 5, and drop an unknown argument; the server refuses them as the CLI does
+STRICT = [
+    ("feedback", {"recall_id": "d1", "verified": "yes"}, "feedback: verified must be a bool, got 'yes'"),
+    ("feedback", {"recall_id": "d1", "verified": 1}, "feedback: verified must be a bool, got 1"),
+    ("feedback", {"recall_id": "d1", "verified": "on"}, "feedback: verified must be a bool, got 'on'"),
+    ("feedback", {"recall_id": "d1", "verified": True, "reward": 100}, "feedback: unknown field reward"),
+    ("recall", {"query_id": "q", "failure": FAILURE, "position": "5"}, "recall: position must be an int"),
+    ("recall", {"query_id": "q", "failure": FAILURE, "position": True}, "recall: position must be an int"),
+    ("recall", {"query_id": "q", "failure": FAILURE, "position": 10 ** 30}, "recall: position must be an int in"),
+    ("recall", {"query_id": "q", "failure": json.dumps(FAILURE)}, "recall: failure must be a JSON object"),
+    ("recall", {"query_id": "q", "failure": FAILURE, "limit": 3}, "recall: unknown field limit"),
+    ("stats", {"verbose": True}, "stats: unknown field verbose"),
+]
+
+
+def test_the_mcp_road_is_as_strict_as_the_cli(tmp_path):
+    from repairmem import service
+    from repairmem.memory import Memory
+    store = tmp_path / "memory.db"
+    with Memory.open(store, encoder="hashing") as memory:       # the CLI's verbs, in process
+        for verb, arguments, message in STRICT:
+            with pytest.raises(Exception, match="^" + re.escape(message)):
+                service.call(memory, verb, arguments)
+
+    async def body(session):
+        _payload(await session.call_tool("record", EPISODE))
+        got = _payload(await session.call_tool("recall", {"query_id": "proj-b/tests", "failure": FAILURE}))
+        assert got["recall_id"] == "d1"
+        spoofed = {"recall_id": "d1", "success": True, "source": "verifier"}      # the MCP road's source is mcp
+        return [(message, _error(await session.call_tool(verb, arguments))) for verb, arguments, message in
+                [*STRICT, ("feedback", spoofed, "feedback: unknown field source")]]
+
+    for message, error in anyio.run(_session_run, store, body):
+        assert error.startswith(message), (message, error)
+    with AuditLog(tmp_path / "memory.db.audit.db", create=False) as log:
+        assert log.get("d1")["reward"] is None                   # nothing refused was rewarded
+
+
+def test_a_line_the_sdk_cannot_parse_gets_a_json_rpc_error_reply_and_the_server_goes_on(tmp_path):
+    import subprocess
+    proc = subprocess.Popen([sys.executable, "-m", "repairmem", "mcp", "--store", str(tmp_path / "m.db"),
+                             "--encoder", "hashing"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "test", "version": "0"}}}
+    lines = ["this is not json", json.dumps({"jsonrpc": "2.0", "id": 7, "method": 5}),
+             json.dumps({"id": "x", "method": "tools/list"}), json.dumps(initialize)]
+    try:
+        out, _ = proc.communicate("\n".join(lines) + "\n", timeout=120)
+    finally:
+        proc.kill()
+    replies = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert [(r.get("id"), r.get("error", {}).get("code")) for r in replies[:3]] == [
+        (None, -32700), (7, -32600), ("x", -32600)], replies
+    assert replies[3]["id"] == 1 and "result" in replies[3]           # the server went on serving

@@ -393,8 +393,9 @@ def test_migration_from_older_version_applies_missing_steps(target, monkeypatch)
 
 
 def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_open(target):
-    """v3 only adds indexes (episodes by position; on SQLite also the mirror's variant columns): a v2
-    store still opens read-only (older refused), and the first writing open creates them."""
+    """v3 only adds indexes (episodes by position; on SQLite also the mirror's variant columns), v4 the
+    table of counted feedback keys: a v2 store still opens read-only (older refused), and the first
+    writing open creates them."""
     from repairmem.store import postgres, sqlite
     backend = postgres if is_pg(target) else sqlite
     with open_store(target) as s:
@@ -402,6 +403,7 @@ def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_ope
     db = _raw(target)
     for name in _V3_INDEXES[backend.__name__.rsplit(".", 1)[-1]]:
         db.execute(f"DROP INDEX {name}")
+    db.execute("DROP TABLE feedback_keys")
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with open_store(target, read_only=True) as s:
         assert s.schema_version == 2 and s.max_position() == 4 and len(s) == 1
@@ -411,7 +413,8 @@ def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_ope
         open_store(target, read_only=True)
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with open_store(target) as s:
-        assert s.schema_version == backend.SCHEMA_VERSION == 3 and s.max_position() == 4
+        assert s.schema_version == backend.SCHEMA_VERSION == 4 and s.max_position() == 4
+        assert s.record_feedback(1, key="k", uses=1) and not s.record_feedback(1, key="k", uses=1)
     assert _indexes(db, target) == {"episodes_by_variant", *_V3_INDEXES[backend.__name__.rsplit(".", 1)[-1]]}
     db.close()
 

@@ -294,3 +294,15 @@ def test_parse_tool_calls():
     assert parse_tool_calls(fenced, ["other"]) == ()
     assert parse_tool_calls("SELECT 1", ["run_sql"]) == ()
     assert parse_tool_calls("<tool_call>{broken</tool_call>") == ()
+
+
+def test_the_model_loads_without_ggml_extra_buffer_types_and_the_default_comes_back():
+    """AMX matmul kernels (an extra buffer type) segfault in llama_decode on this kind of machine."""
+    from types import SimpleNamespace
+
+    from repairmem.llm.llama_cpp import _plain_cpu_buffers
+    low = SimpleNamespace(llama_model_default_params=lambda: SimpleNamespace(use_extra_bufts=True))
+    original = low.llama_model_default_params
+    with _plain_cpu_buffers(SimpleNamespace(llama_cpp=low)):
+        assert low.llama_model_default_params().use_extra_bufts is False
+    assert low.llama_model_default_params is original and original().use_extra_bufts is True

@@ -22,7 +22,7 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(example, "README.md", "exec"), {})
     action, *_ = capsys.readouterr().out.split()
-    assert action != "abstain" and (tmp_path / "memory.db.gate.json").exists()
+    assert action != "abstain" and (tmp_path / "memory.db.audit.db").exists()
     with Memory.open("memory.db") as again:          # the policy's state was saved and comes back
         assert again.policy.t == 1 and again.stats()["variants"] == 1
 
@@ -202,3 +202,18 @@ def test_live_recall_is_the_recall_at_the_next_position(tmp_path, policy):
     assert [got[k] for k in ("action", "memory_ids", "text", "candidates")] == \
            [again[k] for k in ("action", "memory_ids", "text", "candidates")]
     memory.close()
+
+
+def test_a_state_folder_keeps_the_gate_files_inside_it(tmp_path, monkeypatch):
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    with Memory.open(tmp_path / "m.db", encoder="hashing", state=folder):
+        pass
+    assert (folder / "gate.audit.db").is_file() and not (tmp_path / "agent.audit.db").exists()
+    with Memory.open(tmp_path / "m.db", encoder="hashing", state=f"{tmp_path}/new/"):   # a folder to make
+        pass
+    assert (tmp_path / "new" / "gate.audit.db").is_file()
+    monkeypatch.chdir(folder)
+    with Memory.open(tmp_path / "m.db", encoder="hashing", state="."):     # `--state .` wrote ..audit.db
+        pass
+    assert sorted(p.name for p in folder.iterdir()) == ["gate.audit.db"]

@@ -154,6 +154,7 @@ def test_importing_into_an_immutable_store_is_a_clear_error(tmp_path):
             os.chmod(path, 0o644)
     assert str(path) in err["error"] and "read-only" in err["error"] and err["kind"] == "StoreError", err
     assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("m.db")) == ["m.db"]   # no -wal, -shm
 
 
 # -- the gate's audit log ------------------------------------------------------------------------
@@ -175,6 +176,17 @@ AUDIT_DAMAGE = {
         lambda p: edit_sqlite(p, "UPDATE meta SET value = 'abc' WHERE key = 'schema_version'"),
         "schema version is 'abc', not a number"),
     "a dropped table": (lambda p: edit_sqlite(p, "DROP TABLE rewards"), "lacks table\\(s\\) rewards"),
+    # rows damaged to values no decision can have: read as damage, never explained or learned from
+    "propensity 0": (lambda p: edit_sqlite(p, "UPDATE decisions SET propensity = 0"),
+                     "damaged \\(propensity must be a finite number in \\(0"),
+    "negative tokens": (lambda p: edit_sqlite(p, "UPDATE decisions SET payload_tokens = -5"),
+                        "damaged \\(payload_tokens must be an int >= 0"),
+    "text injected_tokens": (lambda p: edit_sqlite(p, "UPDATE decisions SET injected_tokens = 'many'"),
+                             "damaged \\(injected_tokens must be an int"),
+    "an unknown action": (lambda p: edit_sqlite(p, "UPDATE decisions SET action = 'shout'"),
+                          "damaged \\(unknown action 'shout'"),
+    "an unknown resolution": (lambda p: edit_sqlite(p, "UPDATE decisions SET resolution = 'maybe'"),
+                              "damaged \\(unknown resolution 'maybe'"),
     "a garbage page of the decisions table": (
         lambda p: overwrite_page(p, root_page(p, "decisions"), b"\x0d" + os.urandom(64)), "the file is damaged"),
 }

@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+import uuid
 from pathlib import Path
-from typing import Any, Iterator, Sequence, TextIO
+from typing import Any, Callable, Iterator, Mapping, Sequence, TextIO
 
 from ..sqlite_wal import (
     check_ours, check_writable, connect_wal, prepare_or_close, require_tables, sqlite_errors, stored_schema_version,
@@ -29,13 +30,18 @@ from ..errors import InvalidInputError, StoreError
 from ..untrusted import printable
 from .actions import ACTIONS, INJECTING, Action, Payload
 from .features import FEATURE_NAMES, validate
-from .policies import Decision
+from .policies import Decision, Policy, policy_body, policy_from_body
 from .reward import Feedback
 
 APPLICATION_ID = 0x52504741  # "RPGA": a repairmem gate audit log
-SCHEMA_VERSION = 3     # 2: 18 features (schema compatibility, error line), session and ask resolution columns;
-                       # 3: lead_id and injected_tokens (what feedback from another process needs)
+SCHEMA_VERSION = 4     # 2: 18 features (schema compatibility, error line), session and ask resolution columns;
+                       # 3: lead_id and injected_tokens (what feedback from another process needs);
+                       # 4: the policy's learned state, and each reward's counters until the store has them
 LEGACY_FEATURES = 18   # rows written before features 18-21 existed: read with those four as 0 (not measured)
+_POLICY_TABLE = """CREATE TABLE policy_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        body TEXT NOT NULL,
+        updates INTEGER NOT NULL)"""
 SCHEMA = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE decisions (
@@ -62,8 +68,10 @@ SCHEMA = [
         decision_id TEXT PRIMARY KEY REFERENCES decisions(decision_id),
         reward REAL NOT NULL,
         source TEXT NOT NULL,
-        feedback TEXT NOT NULL)""",
+        feedback TEXT NOT NULL,
+        counters TEXT)""",
     "CREATE INDEX decisions_by_query ON decisions (query_id)",
+    _POLICY_TABLE,
 ]
 
 
@@ -142,12 +150,18 @@ class AuditLog:
                 for statement in SCHEMA:
                     db.execute(statement)
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?), ('audit_id', ?)",
+                           (str(SCHEMA_VERSION), uuid.uuid4().hex))
                 self.version = SCHEMA_VERSION
                 return
-            if self._check_version(db) == 2:   # additive: older rows keep NULL (unknown lead; payload tokens)
+            version = self._check_version(db)
+            if version == 2:   # additive: older rows keep NULL (unknown lead; payload tokens)
                 db.execute("ALTER TABLE decisions ADD COLUMN lead_id INTEGER")
                 db.execute("ALTER TABLE decisions ADD COLUMN injected_tokens INTEGER")
+            if version <= 3:   # older rewards' counters went to the store with them (NULL: nothing pending)
+                db.execute("ALTER TABLE rewards ADD COLUMN counters TEXT")
+                db.execute(_POLICY_TABLE)
+                db.execute("INSERT INTO meta (key, value) VALUES ('audit_id', ?)", (uuid.uuid4().hex,))
                 db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
                 self.version = SCHEMA_VERSION
 
@@ -224,24 +238,111 @@ class AuditLog:
                        (decision_id, *row))
         return decision_id
 
-    @_guarded
     def record_reward(self, decision_id: str, reward: float, *, source: str,
                       feedback: Feedback | None = None) -> None:
         """Attach the observed reward (and where it came from) to a recorded decision, once."""
+        self.commit_feedback(decision_id, reward, source=source, feedback=feedback)
+
+    @_guarded
+    def commit_feedback(self, decision_id: str, reward: float, *, source: str, feedback: Feedback | None = None,
+                        learn: Callable[[Policy], None] | None = None,
+                        counters: Mapping[int, Mapping[str, int]] | None = None) -> tuple[Policy, int] | None:
+        """One transaction, all or nothing: the reward row, the ``counters`` the memory store has yet
+        to receive (``pending_counters``), and with ``learn`` the policy read fresh under the write lock,
+        updated by ``learn`` and written back, so concurrent writers lose no update. Returns the
+        updated (policy, updates) when it learned."""
         check_number(reward, "reward", where=f"decision {decision_id}")
         if not source or not isinstance(source, str):
             raise InvalidInputError(f"decision {decision_id}: a reward needs its source (e.g. 'verifier', 'user')")
         if feedback is not None and not isinstance(feedback, Feedback):
             raise InvalidInputError(f"decision {decision_id}: feedback must be a Feedback")
         data = json.dumps(feedback.to_dict() if feedback is not None else {})
+        pending = json.dumps({str(int(k)): dict(v) for k, v in counters.items()}) if counters else None
+        out = None
         with self._write() as db:
             if not db.execute("SELECT 1 FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone():
                 raise UnknownDecisionError(f"{self.path}: no decision {decision_id!r}; a reward must follow a recorded "
                                            "decision (check the id)")
             if db.execute("SELECT 1 FROM rewards WHERE decision_id = ?", (decision_id,)).fetchone():
                 raise InvalidInputError(f"{self.path}: decision {decision_id} already has a reward")
-            db.execute("INSERT INTO rewards (decision_id, reward, source, feedback) VALUES (?, ?, ?, ?)",
-                       (decision_id, float(reward), source, data))
+            if learn is not None:
+                policy, updates = self._policy(db, must=True)
+                learn(policy)
+                db.execute("UPDATE policy_state SET body = ?, updates = ?",
+                           (json.dumps(policy_body(policy)), updates + 1))
+                out = (policy, updates + 1)
+            db.execute("INSERT INTO rewards (decision_id, reward, source, feedback, counters) VALUES (?, ?, ?, ?, ?)",
+                       (decision_id, float(reward), source, data, pending))
+        return out
+
+    # -- the learned policy and the counters still owed to the store -----------------------------
+
+    def _policy(self, db, *, must: bool = False) -> tuple[Policy, int] | None:
+        row = db.execute("SELECT body, updates FROM policy_state").fetchone() if self.version >= 4 else None
+        if row is None:
+            if must:
+                raise StoreError(f"{self.path}: the gate audit log keeps no policy state to learn into; "
+                                 "open it through Memory.open (which keeps one)")
+            return None
+        try:
+            body = parse_json(row[0], where="policy state")
+            return policy_from_body(body, where=f"{self.path} (policy state)"), check_int(row[1], "updates", low=0)
+        except InvalidInputError as exc:
+            raise StoreError(f"{self.path}: the policy state is damaged ({exc}); restore the audit log "
+                             "from a backup") from None
+
+    @_guarded
+    def policy_state(self) -> tuple[Policy, int] | None:
+        """(the policy the log has learned, how many updates made it); None before ``keep_policy``."""
+        return self._policy(self._db)
+
+    @_guarded
+    def policy_updates(self) -> int:
+        """How many updates the kept policy has had (-1: none kept): whether another process learned."""
+        row = self._db.execute("SELECT updates FROM policy_state").fetchone() if self.version >= 4 else None
+        return -1 if row is None else int(row[0])
+
+    @_guarded
+    def keep_policy(self, policy: Policy) -> tuple[Policy, int]:
+        """The log's learned policy; ``policy`` becomes it when the log keeps none yet. A log that
+        learned another policy is refused."""
+        with self._write() as db:
+            kept = self._policy(db)
+            if kept is None:
+                db.execute("INSERT INTO policy_state (id, body, updates) VALUES (1, ?, 0)",
+                           (json.dumps(policy_body(policy)),))
+                return policy, 0
+        if kept[0].name != policy.name:
+            raise InvalidInputError(f"{self.path}: this gate audit log has learned a {kept[0].name} policy, not "
+                                    f"{policy.name}; pass policy={kept[0].name!r} or another state path")
+        return kept
+
+    @_guarded
+    def audit_id(self) -> str:
+        """This log's own id (random, fixed at creation): what makes its feedback keys unique in a shared store."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'audit_id'").fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: the gate audit log has no audit_id; open it once to write")
+        return row[0]
+
+    @_guarded
+    def pending_counters(self) -> list[tuple[str, dict[int, dict[str, int]]]]:
+        """(decision id, {memory id: counter increments}) of rewards whose counters the store may not
+        have yet (a kill came between the two commits), oldest first."""
+        if self.version < 4:
+            return []
+        out = []
+        for decision_id, text in self._db.execute(
+                "SELECT decision_id, counters FROM rewards WHERE counters IS NOT NULL ORDER BY rowid"):
+            counters = parse_json(text, where=f"counters of decision {decision_id}")
+            out.append((decision_id, {int(k): {n: int(v) for n, v in inc.items()} for k, inc in counters.items()}))
+        return out
+
+    @_guarded
+    def counters_delivered(self, decision_id: str) -> None:
+        """The store holds the counters of ``decision_id``'s reward: nothing is pending for it."""
+        with self._write() as db:
+            db.execute("UPDATE rewards SET counters = NULL WHERE decision_id = ?", (decision_id,))
 
     @_guarded
     def sessions(self) -> set[str]:
@@ -290,8 +391,15 @@ class AuditLog:
             if isinstance(features, list) and len(features) == LEGACY_FEATURES:
                 features = features + [0.0] * (len(FEATURE_NAMES) - LEGACY_FEATURES)
             rec["features"] = validate(features, where="features")
-            check_number(rec["propensity"], "propensity")
-            check_int(rec["payload_tokens"], "payload_tokens")
+            check_number(rec["propensity"], "propensity", low=0.0, low_open=True, high=1.0)
+            check_int(rec["payload_tokens"], "payload_tokens", low=0)
+            check_int(rec["injected_tokens"], "injected_tokens", low=0)
+            if rec["lead_id"] is not None:
+                check_int(rec["lead_id"], "lead_id")
+            if rec["action"] not in {a.value for a in ACTIONS}:
+                raise InvalidInputError(f"unknown action {rec['action']!r}")
+            if rec["resolution"] not in ("", "confirmed", "declined", "unanswered"):
+                raise InvalidInputError(f"unknown resolution {rec['resolution']!r}")
             if rec["reward"] is not None:
                 check_number(rec["reward"], "reward")
             rec["scores"] = parse_json(rec["scores"], where="scores")

@@ -75,7 +75,10 @@ class Ledger:
     def get(self, memory_id: int, default: Counters) -> Counters:
         return self._counters.get(memory_id, default)
 
-    def add(self, memory_id: int, increments: Mapping[str, int]) -> None:
+    def check(self, memory_ids: Sequence[int]) -> None:
+        """Nothing to check: a process ledger counts any id."""
+
+    def add(self, memory_id: int, increments: Mapping[str, int], *, key: str | None = None) -> None:
         self._counters[memory_id] = self._counters.get(memory_id, Counters()) + Counters(**increments)
 
     def items(self):
@@ -91,8 +94,12 @@ class StoreLedger:
     def get(self, memory_id: int, default: Counters) -> Counters:
         return default
 
-    def add(self, memory_id: int, increments: Mapping[str, int]) -> None:
-        self.store.record_feedback(memory_id, **increments)
+    def check(self, memory_ids: Sequence[int]) -> None:
+        """``InvalidInputError`` naming a memory the store does not hold (checked before anything is written)."""
+        self.store.get(list(memory_ids))
+
+    def add(self, memory_id: int, increments: Mapping[str, int], *, key: str | None = None) -> None:
+        self.store.record_feedback(memory_id, key=key, **increments)
 
 
 def _memory(candidate) -> MemoryVariant:
@@ -116,6 +123,16 @@ class Gate:
         self.ledger = ledger if ledger is not None else Ledger()
         self.extractor = FeatureExtractor()
         self.sessions: dict[str, int] = {}
+        # live use (an audit log and the store's counters): the log keeps the learned policy, and each
+        # feedback commits reward, policy update and owed counters in one transaction (``feedback``)
+        self.durable = audit is not None and isinstance(self.ledger, StoreLedger)
+        self._updates = -1
+        if self.durable:
+            kept = audit.policy_state() if audit.read_only else audit.keep_policy(policy)
+            if kept is not None:
+                self.policy, self._updates = kept
+            if not audit.read_only:
+                self.deliver_counters()
 
     def decide(self, profile: QueryProfile, candidates: Sequence, *, session: str = "",
                confirm: Confirm | None = None, truth: Sequence[float] | None = None,
@@ -128,6 +145,8 @@ class Gate:
         of what it will put in the prompt; the audit records them, so feedback sent later from
         another process charges the same cost (default: the payload's own tokens).
         """
+        if self.durable and self.audit.policy_updates() != self._updates:   # another process learned
+            self.policy, self._updates = self.audit.policy_state()
         profile = replace(profile, session_rejections=self.sessions.get(session, 0))
         x = self.extractor.extract(profile, candidates, counters=self.ledger)
         decision = self.policy.decide(x, truth=truth if self.policy.needs_truth else None)
@@ -214,21 +233,48 @@ class Gate:
         the audit log, the policy (unless ``learn`` is False), the memories' counters and the session."""
         self.check_feedback(result, feedback)
         r = reward(feedback, self.reward_config)
-        if self.audit is not None and result.decision_id is not None:
-            self.audit.record_reward(result.decision_id, r, source=source, feedback=feedback)
-        result.rewarded = True
-        if learn:
-            self.policy.update(result.decision, r, false_positive=feedback.false_positive)
         increments = counter_increments(result.payload.memory_ids, feedback)
         if result.resolution == "declined" and result.lead_id is not None:
             increments = {int(result.lead_id): {"uses": 1, "rejected": 1}}
-        for mid, inc in increments.items():
-            self.ledger.add(mid, inc)
+
+        def update(policy: Policy) -> None:
+            policy.update(result.decision, r, false_positive=feedback.false_positive)
+
+        if self.durable and result.decision_id is not None:
+            self.ledger.check(list(increments))
+            learned = self.audit.commit_feedback(result.decision_id, r, source=source, feedback=feedback,
+                                                 learn=update if learn else None, counters=increments)
+            if learned is not None:
+                self.policy, self._updates = learned
+            result.rewarded = True
+            self.deliver_counters()
+        else:
+            if self.audit is not None and result.decision_id is not None:
+                self.audit.record_reward(result.decision_id, r, source=source, feedback=feedback)
+            result.rewarded = True
+            if learn:
+                update(self.policy)
+            for mid, inc in increments.items():
+                self.ledger.add(mid, inc)
         asked = result.decision.action is Action.ASK_FEEDBACK and result.candidates
         if feedback.rejected or feedback.false_positive or (asked and not feedback.accepted
                                                             and result.resolution != "unanswered"):
             self.sessions[result.session] = self.sessions.get(result.session, 0) + 1
         return r
+
+    def deliver_counters(self) -> None:
+        """Give the store the counters committed rewards still owe it (all of them after a kill between
+        the audit's commit and the store's); each at most once, by its key. A memory deleted since
+        has no counters to keep."""
+        owner = self.audit.audit_id()
+        for decision_id, counters in self.audit.pending_counters():
+            for mid, inc in counters.items():
+                try:
+                    self.ledger.check([mid])
+                except InvalidInputError:
+                    continue
+                self.ledger.add(mid, inc, key=f"{owner}/{decision_id}/{mid}")
+            self.audit.counters_delivered(decision_id)
 
     def end_session(self, session: str) -> None:
         """Forget a finished episode's rejections."""

@@ -33,6 +33,7 @@ import os
 import re
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -137,6 +138,32 @@ def _state_cache(capacity_bytes: int):
 _CONTEXT_OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
+_LOADING = threading.Lock()
+
+
+@contextmanager
+def _plain_cpu_buffers(llama_cpp):
+    """Load with ggml's plain CPU buffers, without its "extra" buffer types (the AMX matmul kernels):
+    on a CPU reporting AMX inside this kind of sandbox, ``llama_decode`` segfaults in
+    ``ggml_backend_amx_mul_mat`` at the first prompt (llama-cpp-python 0.3.36), whatever the model.
+    ``Llama`` takes no argument for it, so its default model parameters are amended while it loads."""
+    low = llama_cpp.llama_cpp
+    original = low.llama_model_default_params
+
+    def params():
+        out = original()
+        if hasattr(out, "use_extra_bufts"):
+            out.use_extra_bufts = False
+        return out
+
+    with _LOADING:
+        low.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            low.llama_model_default_params = original
+
+
 class LlamaCppModel:
     """A ``ChatModel`` running a GGUF model in-process.
 
@@ -156,8 +183,9 @@ class LlamaCppModel:
         self.name = name or f"llama:{path.name}"
         self.seed = seed
         self._lock = threading.Lock()
-        self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                                    n_threads_batch=n_threads, seed=seed, verbose=verbose)
+        with _plain_cpu_buffers(llama_cpp):
+            self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                                        n_threads_batch=n_threads, seed=seed, verbose=verbose)
         # Use the GGUF's own template even when llama-cpp-python guesses a built-in format for it.
         if "tokenizer.chat_template" in self._llm.metadata:
             self._llm.chat_format = "chat_template.default"

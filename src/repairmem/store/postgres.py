@@ -24,7 +24,9 @@ an ANN index, when one is wanted, is a per-encoder expression index over ``embed
 
 from __future__ import annotations
 
+import functools
 import struct
+import time
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
@@ -49,6 +51,7 @@ except ImportError:  # pragma: no cover - depends on the install
 
 LOCK_KEY = 0x52504D4D  # "RPMM", with the schema's hash as the second key of the advisory lock
 APPLICATION = "repairmem"
+RECONNECT_PAUSES_S = (0.0, 0.5, 1.0, 2.0)   # before each try to replace a lost session
 
 # Each migration is a list of statements applied in one transaction; the index + 1 is the version it
 # brings the store to (the same numbering as the SQLite backend). Append only.
@@ -109,9 +112,12 @@ MIGRATIONS: list[list[str]] = [
     [   # v3: the stream's newest position (live recalls) without a scan of every episode
         """CREATE INDEX episodes_by_pos ON episodes (source_pos)""",
     ],
+    [   # v4: the keys of feedback already counted, so a retried feedback never counts twice
+        """CREATE TABLE feedback_keys (key TEXT PRIMARY KEY)""",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
-READABLE_FROM = 2   # v3 only adds an index: a read-only open reads a v2 store as it is, a little slower
+READABLE_FROM = 2   # v3 only adds an index, v4 a table only writes use: a read-only open reads a v2 store as it is
 
 _VARIANT_COLUMNS = ("v.id, v.kind, v.polarity, v.namespace, v.failure_type, v.failure_subtype, v.root_cause, "
                     "v.question, v.context, v.failure_context, v.before, v.after, v.outcome, v.error, v.signatures, "
@@ -173,26 +179,57 @@ class PostgresMemoryStore(SQLStoreBase):
         self.embedder = embedder
         self.read_only = read_only
         self._mirror = _Mirror()
+        self._url, self._timeout = url, max(1, int(connect_timeout_s))
+        self._closed = False
+        self._db = self._connect()
+
+    def _connect(self):
+        """A new session on the store: connected, checked (or migrated) and able to read vectors."""
         try:
-            self._db = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout_s)))
+            db = psycopg.connect(self._url, autocommit=True, connect_timeout=self._timeout)
         except (psycopg.Error, UnicodeError) as exc:   # UnicodeError: a host name IDNA refuses
             # libpq may quote what it could not parse: its message is masked with the address's passwords
             raise StoreError(f"{self.path}: cannot connect to the PostgreSQL store "
-                             f"({redact(str(exc).strip(), address=url)})") from None
+                             f"({self._masked(exc)})") from None
+        self._db = db
         try:
-            if read_only:      # the server refuses every write on this session; the store must exist
-                self._db.execute("SET default_transaction_read_only = on")
+            if self.read_only:      # the server refuses every write on this session; the store must exist
+                db.execute("SET default_transaction_read_only = on")
                 self._check_existing()
             else:
                 self._migrate()
-            _register_vector(self._db)
+            _register_vector(db)
+        except psycopg.Error as exc:     # a server option that breaks setup (statement_timeout, search_path, ...)
+            db.close()
+            hint = ("; the schema holding the pgvector extension must be on the search_path (e.g. "
+                    "options=-csearch_path%3Dmyschema,public)" if isinstance(exc, psycopg.errors.UndefinedObject)
+                    and "vector" in str(exc) else "")
+            raise StoreError(f"{self.path}: the PostgreSQL store could not be opened ({self._masked(exc)}){hint}") \
+                from None
         except BaseException:
-            self._db.close()
+            db.close()
             raise
+        return db
+
+    def _masked(self, exc: BaseException) -> str:
+        return redact(str(exc).strip(), address=self._url)
+
+    def _reconnect(self) -> None:
+        """Replace a lost session, retrying a few times (the server may be restarting); ``StoreError`` after."""
+        for pause in RECONNECT_PAUSES_S:
+            time.sleep(pause)
+            try:
+                self._db = self._connect()
+                return
+            except StoreError as exc:
+                last = exc
+        raise StoreError(f"{last}; gave up after {len(RECONNECT_PAUSES_S)} tries over "
+                         f"{sum(RECONNECT_PAUSES_S):.1f} s: check that the server is running, then call again")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
+        self._closed = True
         self._db.close()
 
     def __enter__(self) -> "PostgresMemoryStore":
@@ -271,16 +308,19 @@ class PostgresMemoryStore(SQLStoreBase):
 
     PARAM = "%s"
     INSERT_PATTERN = "INSERT INTO patterns (kind, failure_type, root_cause) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+    INSERT_KEY = "INSERT INTO feedback_keys (key) VALUES (%s) ON CONFLICT DO NOTHING"
     BYTE_ORDER = ' COLLATE "C"'
 
     @staticmethod
     def _insert_id(db, sql: str, params: Sequence) -> int:
         return db.execute(sql + " RETURNING id", params).fetchone()[0]
 
-    def _add_counters(self, sql: str, values: Sequence[int], variant_id) -> int:
-        """Without the write lock: the update appends no row the mirror reads, and ``n = n + k`` is atomic."""
+    def _add_counters(self, sql: str, values: Sequence[int], variant_id, key: str | None) -> bool:
+        """Without the write lock: the update appends no row the mirror reads, ``n = n + k`` is atomic,
+        and the key's primary key makes a concurrent second claim wait, then find it taken."""
         check_writable(self.read_only, self.path)
-        return self._db.execute(sql, (*values, int(variant_id))).rowcount
+        with self._db.transaction():
+            return self._count(self._db, sql, values, variant_id, key)
 
     @staticmethod
     def _put_vectors(db, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
@@ -367,3 +407,37 @@ class PostgresMemoryStore(SQLStoreBase):
         if mixed:
             problems.append(f"vectors of mixed dimensions for encoder(s) {', '.join(mixed)}")
         return problems
+
+
+def _reconnecting(method, *, retry: bool):
+    """``method`` on a live session: a session lost since the last call (a server restart) is
+    replaced first; one lost during the call is a ``StoreError`` saying so, and ``retry`` (reads, and
+    writes that are idempotent) runs the call once more on a new session."""
+    @functools.wraps(method)
+    def call(self, *args, **kw):
+        if self._closed:
+            raise StoreError(f"{self.path}: the store is closed")
+        for again in (retry or kw.get("key") is not None, False):
+            if self._db.closed or self._db.broken:
+                self._reconnect()
+            try:
+                return method(self, *args, **kw)
+            except psycopg.Error as exc:     # what _write does not name itself: a lost session, a server refusal
+                if not (self._db.closed or self._db.broken):
+                    raise StoreError(f"{self.path}: the PostgreSQL server refused the call ({self._masked(exc)})") \
+                        from None
+                if not again:
+                    raise StoreError(f"{self.path}: lost the connection to the PostgreSQL server "
+                                     f"({self._masked(exc)}); this call may not have been stored; the next "
+                                     "call reconnects") from None
+    return call
+
+
+# reads and idempotent writes (finalize merges a repeated episode, put_vectors overwrites, a keyed
+# record_feedback counts once) retry on a new session; import_variants and an unkeyed record_feedback do not
+for _name, _retry in (("finalize", True), ("import_variants", False), ("record_feedback", False),
+                      ("put_vectors", True), ("vectors", True), ("variant_ids", True), ("eligible_ids", True),
+                      ("candidates", True), ("get", True), ("all_variants", True), ("__len__", True),
+                      ("max_position", True), ("stats", True), ("integrity_problems", True)):
+    setattr(PostgresMemoryStore, _name, _reconnecting(getattr(PostgresMemoryStore, _name), retry=_retry))
+PostgresMemoryStore.schema_version = property(_reconnecting(PostgresMemoryStore.schema_version.fget, retry=True))

@@ -52,8 +52,9 @@ class MemoryStore(Protocol):
     def import_variants(self, variants: Iterable[MemoryVariant]) -> list[int]:
         """Add many variants in one transaction: all are stored or none."""
 
-    def record_feedback(self, variant_id: int, **increments: int) -> None:
-        """Add to a variant's counters (uses, accepted, rejected, verified, false_positives)."""
+    def record_feedback(self, variant_id: int, *, key: str | None = None, **increments: int) -> bool:
+        """Add to a variant's counters (uses, accepted, rejected, verified, false_positives), atomically.
+        With a ``key``, at most once per key, whoever retries: False when the key was counted before."""
 
     def put_vectors(self, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
         """Store vectors computed outside the store (by the index, for ``encoder``), atomically."""

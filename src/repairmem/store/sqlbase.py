@@ -46,8 +46,8 @@ class SQLStoreBase:
         """Insert or replace the vectors of ``ids`` for ``encoder`` inside ``db``'s transaction."""
         raise NotImplementedError
 
-    def _add_counters(self, sql: str, values: Sequence[int], variant_id) -> int:
-        """Run the counter ``UPDATE`` with ``values`` then ``variant_id``; the number of rows it changed."""
+    def _add_counters(self, sql: str, values: Sequence[int], variant_id, key: str | None) -> bool:
+        """``_count`` in a transaction of the backend's choosing."""
         raise NotImplementedError
 
     # -- shared ------------------------------------------------------------------------------
@@ -163,18 +163,28 @@ class SQLStoreBase:
             self._store_vectors(db, fresh)   # one batch, inside the same transaction
         return ids
 
-    def record_feedback(self, variant_id: int, **increments: int) -> None:
+    def record_feedback(self, variant_id: int, *, key: str | None = None, **increments: int) -> bool:
         unknown = set(increments) - set(COUNTER_NAMES)
         if unknown:
             raise InvalidInputError(f"unknown counter(s) {sorted(unknown)}; expected {', '.join(COUNTER_NAMES)}")
         for name, value in increments.items():
             check_int(value, f"counter increment {name}", low=0)
+        if key is not None and (not isinstance(key, str) or not key):
+            raise InvalidInputError(f"a feedback key must be a non-empty string, got {key!r}")
         if not increments:
-            return
+            return False
         sql = ("UPDATE variants SET " + ", ".join(f"{n} = {n} + {self.PARAM}" for n in increments)
                + " WHERE id = " + self.PARAM)
-        if self._add_counters(sql, tuple(increments.values()), variant_id) != 1:
+        return self._add_counters(sql, tuple(increments.values()), variant_id, key)
+
+    def _count(self, db, sql: str, values: Sequence[int], variant_id, key: str | None) -> bool:
+        """Inside one transaction: claim ``key`` (False if it was claimed before), then add the counters;
+        an unknown memory rolls both back."""
+        if key is not None and db.execute(self.INSERT_KEY, (key,)).rowcount == 0:
+            return False
+        if db.execute(sql, (*values, int(variant_id))).rowcount != 1:
             raise InvalidInputError(f"{self.path}: no memory with id {variant_id}")
+        return True
 
     def stats(self) -> dict:
         db = self._db

@@ -22,7 +22,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..check import check_int, parse_json
+from ..check import INT64_MAX, check_int, parse_json
 from ..errors import InvalidInputError, StoreError
 from ..sqlite_wal import (
     check_ours, check_writable, connect_wal, prepare_or_close, require_tables, sqlite_errors, stored_schema_version,
@@ -95,10 +95,18 @@ MIGRATIONS: list[list[str]] = [
         """CREATE INDEX episodes_by_pos ON episodes (source_pos)""",
         """CREATE INDEX variants_mirror ON variants (id, polarity, namespace, kind, failure_type)""",
     ],
+    [   # v4: the keys of feedback already counted, so a retried feedback never counts twice
+        """CREATE TABLE feedback_keys (key TEXT PRIMARY KEY)""",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
-READABLE_FROM = 2   # v3 only adds indexes: a read-only open reads a v2 store as it is, a little slower
-_TABLES = tuple(re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m)))
+READABLE_FROM = 2   # v3 only adds indexes, v4 a table only writes use: a read-only open reads a v2 store as it is
+
+
+def _tables(version: int) -> tuple[str, ...]:
+    """The tables a store of schema ``version`` holds."""
+    return tuple(re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS[:version] for s in m)))
+
 _WHAT = "repairmem store"
 _guarded = sqlite_errors(_WHAT)     # SQLite's errors on any public method: StoreError naming the file
 
@@ -151,8 +159,9 @@ class SQLiteMemoryStore(SQLStoreBase):
         return stored_schema_version(db, self.path, _WHAT) or 0
 
     def _check_readable(self) -> None:
-        self._check_version(self._stored_version(self._db), upgradable=False)
-        require_tables(self._db, self.path, _WHAT, _TABLES)
+        version = self._stored_version(self._db)
+        self._check_version(version, upgradable=False)
+        require_tables(self._db, self.path, _WHAT, _tables(max(version, READABLE_FROM)))
 
     def _check_version(self, version: int, *, upgradable: bool) -> None:
         """Refuse a store this repairmem cannot read: newer, or older when it may not migrate it."""
@@ -176,7 +185,7 @@ class SQLiteMemoryStore(SQLStoreBase):
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                            (str(SCHEMA_VERSION),))
-            require_tables(db, self.path, _WHAT, _TABLES)
+            require_tables(db, self.path, _WHAT, _tables(SCHEMA_VERSION))
 
     @property
     def index_path(self) -> str | None:
@@ -192,6 +201,7 @@ class SQLiteMemoryStore(SQLStoreBase):
 
     PARAM = "?"
     INSERT_PATTERN = "INSERT OR IGNORE INTO patterns (kind, failure_type, root_cause) VALUES (?, ?, ?)"
+    INSERT_KEY = "INSERT OR IGNORE INTO feedback_keys (key) VALUES (?)"
     finalize = _guarded(SQLStoreBase.finalize)
     import_variants = _guarded(SQLStoreBase.import_variants)
     record_feedback = _guarded(SQLStoreBase.record_feedback)
@@ -201,9 +211,9 @@ class SQLiteMemoryStore(SQLStoreBase):
     def _insert_id(db, sql: str, params: Sequence) -> int:
         return db.execute(sql, params).lastrowid
 
-    def _add_counters(self, sql: str, values: Sequence[int], variant_id) -> int:
+    def _add_counters(self, sql: str, values: Sequence[int], variant_id, key: str | None) -> bool:
         with self._write() as db:
-            return db.execute(sql, (*values, variant_id)).rowcount
+            return self._count(db, sql, values, variant_id, key)
 
     @staticmethod
     def _put_vectors(db, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
@@ -304,7 +314,7 @@ class SQLiteMemoryStore(SQLStoreBase):
     def eligible_ids(self, *, position: int, query_id: str, namespace: str, scope: Scope = Scope.GLOBAL,
                      polarity: Polarity | None = None, kind: str | None = None,
                      failure_type: str | None = None) -> np.ndarray:
-        check_int(position, "position")
+        check_int(position, "position", low=0, high=INT64_MAX)   # as an episode's (record refuses the rest)
         if not query_id:
             raise InvalidInputError("query_id must be non-empty: it is how a query's own memories are excluded")
         scope = Scope.parse(scope)

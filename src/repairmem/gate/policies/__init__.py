@@ -9,7 +9,9 @@ is re-exported here: ``repairmem.gate.policies`` stays the import path.
 from .bandits import UCB1, EpsilonGreedy, ThompsonSampling
 from .base import ALL, D, OVERRIDE_CHECKS, CorruptStateError, Decision, Policy
 from .linear import LinUCB, RiskSensitiveThompson
-from .persistence import POLICIES, STATE_FORMAT, STATE_VERSION, load_policy, make_policy, save_policy
+from .persistence import (
+    POLICIES, STATE_FORMAT, STATE_VERSION, load_policy, make_policy, policy_body, policy_from_body, save_policy,
+)
 from .rscb_mc import PAYLOAD_FACTOR, PRIOR_FACTOR, RSCBMC
 from .static import Oracle, StaticAbstention, StaticHybrid
 
@@ -17,5 +19,5 @@ __all__ = [
     "ALL", "D", "OVERRIDE_CHECKS", "PAYLOAD_FACTOR", "POLICIES", "PRIOR_FACTOR", "RSCBMC", "STATE_FORMAT",
     "STATE_VERSION", "UCB1", "CorruptStateError", "Decision", "EpsilonGreedy", "LinUCB", "Oracle", "Policy",
     "RiskSensitiveThompson", "StaticAbstention", "StaticHybrid", "ThompsonSampling", "load_policy", "make_policy",
-    "save_policy",
+    "policy_body", "policy_from_body", "save_policy",
 ]

@@ -41,19 +41,28 @@ def make_policy(name: str, **params) -> Policy:
     return cls(**params)
 
 
+def policy_body(policy: Policy) -> dict:
+    """What restores ``policy`` exactly: its name, parameters and learned state with the RNG."""
+    return {"policy": policy.name, "params": policy.params(), "state": policy.state()}
+
+
+def policy_from_body(data, *, where: str) -> Policy:
+    """The policy ``policy_body`` described; ``CorruptStateError`` naming ``where`` if it cannot be trusted."""
+    try:
+        policy = make_policy(data["policy"], **data["params"])
+    except (InvalidInputError, KeyError, TypeError) as exc:
+        raise CorruptStateError(f"{where}: invalid policy parameters ({exc})") from None
+    policy.load_state(data.get("state"), where=where)
+    return policy
+
+
 def save_policy(policy: Policy, path: str | Path) -> None:
     """Write ``policy`` (parameters + learned state + RNG) to ``path`` atomically, with a checksum."""
-    write_checked(Path(path), {"format": STATE_FORMAT, "version": STATE_VERSION, "policy": policy.name,
-                               "params": policy.params(), "state": policy.state()})
+    write_checked(Path(path), {"format": STATE_FORMAT, "version": STATE_VERSION, **policy_body(policy)})
 
 
 def load_policy(path: str | Path) -> Policy:
     """The policy saved at ``path``; ``CorruptStateError`` if the file cannot be trusted."""
     data = read_checked(path, format=STATE_FORMAT, version=STATE_VERSION, what="policy state",
                         remedy="restore it from a backup or delete it to start a fresh policy")
-    try:
-        policy = make_policy(data["policy"], **data["params"])
-    except (InvalidInputError, KeyError, TypeError) as exc:
-        raise CorruptStateError(f"{path}: invalid policy parameters ({exc})") from None
-    policy.load_state(data.get("state"), where=str(path))
-    return policy
+    return policy_from_body(data, where=str(path))
