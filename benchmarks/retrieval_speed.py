@@ -110,7 +110,7 @@ def new_episode(size: int, j: int, rng: random.Random) -> Episode:
     return Episode(f"ins/{i}", f"ins{i}", size + j, f"db{j % 200}", f"question {i} about {rng.choice(WORDS)}",
                    (Attempt(f"SELECT x{i} FROM {rng.choice(WORDS)}", "EXECUTION_ERROR", "no such column: x",
                             "Schema Linking"),
-                    Attempt(f"SELECT y{i} FROM {rng.choice(WORDS)}", "CORRECT")), finalized=True, method="bench")
+                    Attempt(f"SELECT y{i} FROM {rng.choice(WORDS)}", "CORRECT")), finalized=True, method="bench", kind="sql")
 
 
 def first_recall(path: str, size: int) -> dict:

@@ -34,7 +34,7 @@ def make_episode(query_id: str, position: int, namespace: str = "db1", *, solved
                 Attempt(after, "CORRECT" if solved else "DENOTATION_MISMATCH"))
     return Episode(episode_id=episode_id or f"{method}/{query_id}@{position}", query_id=query_id, position=position,
                    namespace=namespace, question=f"question {query_id}", attempts=attempts,
-                   context="CREATE TABLE t (id int)", method=method, finalized=True)
+                   context="CREATE TABLE t (id int)", method=method, kind="sql", finalized=True)
 
 
 def run_cli(*argv, stdin: str = "") -> tuple[int, str, str]:

@@ -192,15 +192,26 @@ def _human(verb: str, out: dict) -> str:
     return json.dumps(out, indent=2, ensure_ascii=False)
 
 
+def _store_address(store: str, *, writes: bool):
+    """A PostgreSQL URL as given; a file store with ``~`` expanded (a config file's "~/..." reaches us
+    unexpanded) and, for a command that writes, its folder created, as the README promises."""
+    from .store import is_postgres_url
+    if is_postgres_url(store):
+        return store
+    path = Path(store).expanduser()
+    if writes:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _memory_verb(verb: str):
     def run(args):
         from . import service
         from .memory import Memory
-        from .store import is_postgres_url
         request = ({"recall_id": args.recall_id} if getattr(args, "recall_id", None) else _read_request(args))
         parsed = service.parse(verb, request)          # validated before the store is opened; errors: main's
         policy = None if args.policy == "none" else args.policy
-        store = args.store if is_postgres_url(args.store) else Path(args.store).expanduser()
+        store = _store_address(args.store, writes=verb not in service.READ_ONLY_VERBS)
         with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state,
                          read_only=verb in service.READ_ONLY_VERBS) as memory:
             out = service.VERBS[verb](memory, parsed)
@@ -211,12 +222,7 @@ def _memory_verb(verb: str):
 
 def cmd_mcp(args):
     from .mcp_server import serve
-    from .store import is_postgres_url
-    store = args.store
-    if not is_postgres_url(store):              # a file store; a config file's "~/..." reaches us unexpanded
-        store = Path(store).expanduser()
-        store.parent.mkdir(parents=True, exist_ok=True)
-    return serve(str(store), transport=args.transport, host=args.host, port=args.port, encoder=args.encoder,
+    return serve(str(_store_address(args.store, writes=True)), transport=args.transport, host=args.host, port=args.port, encoder=args.encoder,
                  policy=None if args.policy == "none" else args.policy, state=args.state)
 
 

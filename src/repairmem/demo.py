@@ -130,7 +130,7 @@ def record_earlier(memory: Memory, examples, schemas, spec: list[dict], options:
                          rows=failed.pred.rows if failed.outcome is Outcome.DENOTATION_MISMATCH else None)
         episode = Episode(episode_id=f"earlier/{ex.example_id}", query_id=ex.example_id, position=position,
                           namespace=ex.db_id, question=ex.question, context=schemas[ex.db_id], method="earlier",
-                          finalized=True,
+                          kind="sql", finalized=True,
                           attempts=(Attempt(item["failed"], failed.outcome, failed.error or None, d.failure_type.value,
                                             d.subtype), Attempt(item["fixed"], Outcome.CORRECT)))
         written.append(memory.record(episode))

@@ -92,9 +92,30 @@ def _server_class():
         raise RepairmemError("the MCP server needs the mcp package: pip install 'repairmem[mcp]'") from None
 
 
+_S = {"type": "string"}
+OUTCOMES = ["CORRECT", "EXECUTION_ERROR", "DENOTATION_MISMATCH", "TIMEOUT", "passed", "failed"]
+# What the tools publish as their input schema (the SDK would publish a bare "object"); the
+# arguments themselves are checked by ``service``, which these mirror.
+FAILURE_SCHEMA = {"oneOf": [
+    {"title": "a command or test that failed", "type": "object", "additionalProperties": False,
+     "required": ["command"], "properties": {
+         "command": _S, "log": {**_S, "description": "its output (traceback, last lines); or as error"},
+         "error": {**_S, "description": "the same field as log"}, "task": _S, "project": _S}},
+    {"title": "a failed SQL query", "type": "object", "additionalProperties": False,
+     "required": ["question", "sql", "status"], "properties": {
+         "question": _S, "sql": _S, "status": {"enum": ["EXECUTION_ERROR", "DENOTATION_MISMATCH", "TIMEOUT"]},
+         "error": _S, "database": _S, "db_path": _S}}]}
+ATTEMPTS_SCHEMA = {"type": "array", "minItems": 1, "items": {
+    "type": "object", "additionalProperties": False, "required": ["outcome"],
+    "description": "one of command (terminal), sql (kind sql) or text",
+    "properties": {"command": _S, "sql": _S, "text": _S, "outcome": {"enum": OUTCOMES},
+                   "error": {**_S, "description": "what the step printed when it failed (or as log)"},
+                   "log": _S, "failure_type": _S, "failure_subtype": _S}}}
+
+
 def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     """The MCP server over an open ``Memory`` (the caller closes it)."""
-    from pydantic import Field
+    from pydantic import Field, WithJsonSchema
 
     cls, major, tool_error = _server_class()
     parsed: contextvars.ContextVar = contextvars.ContextVar("parsed")
@@ -118,9 +139,10 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     @server.tool(description=_unwrapped(RECALL_DOC))
     async def recall(
             query_id: Annotated[str, text("id of the current task; the same for every recall of one task")],
-            failure: Annotated[dict[str, Any], text('{"command", "log", "task"?, "project"?} for a command or '
-                                                    'test that failed; {"question", "sql", "status", "error"?, '
-                                                    '"database"?, "db_path"?} for a failed SQL query')],
+            failure: Annotated[dict[str, Any], WithJsonSchema(FAILURE_SCHEMA),
+                               text('{"command", "log", "task"?, "project"?} for a command or test that failed; '
+                                    '{"question", "sql", "status", "error"?, "database"?, "db_path"?} for a failed '
+                                    'SQL query')],
             namespace: Annotated[str | None, text("namespace to search from (default: failure.project or "
                                                   "failure.database)")] = None,
             scope: Annotated[str | None, text("same, cross or global: which namespaces may answer")] = None,
@@ -133,10 +155,10 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     async def record(
             query_id: Annotated[str, text("id of the finished task")],
             task: Annotated[str, text("what the task was (for SQL: the question)")],
-            attempts: Annotated[list[dict[str, Any]], text('the steps in order: [{"command"|"sql"|"text", '
-                                                           '"outcome", "error"?}, ...], the one that worked '
-                                                           'last')],
-            kind: Annotated[str, text("terminal or sql")] = "terminal",
+            attempts: Annotated[list[dict[str, Any]], WithJsonSchema(ATTEMPTS_SCHEMA),
+                                text('the steps in order: [{"command"|"sql"|"text", "outcome", "error"?}, ...], '
+                                     'the one that worked last')],
+            kind: Annotated[str, WithJsonSchema({"enum": ["terminal", "sql"]}), text("terminal or sql")] = "terminal",
             namespace: Annotated[str | None, text("project or database name (default: 'default')")] = None,
             episode_id: Annotated[str | None, text("unique id of this episode (default: generated)")] = None,
             position: Annotated[int | None, text("stream position (default: the next one)")] = None,

@@ -384,16 +384,18 @@ class Memory:
         keep = set(keep)
         return sum(self._audit.discard_session(s) for s in self._audit.sessions() - keep)
 
-    def feedback(self, recall_id: str, *, accepted: bool = False, verified: bool = False,
+    def feedback(self, recall_id: str, *, accepted: bool | None = None, verified: bool = False,
                  false_positive: bool = False, rejected: bool = False, correct_abstain: bool = False,
                  success: bool = False, source: str = "verifier") -> float:
         """The outcome of a recall, checked against what it injected; written to the audit log, the
-        policy and the memories' counters in one place. Returns the reward.
+        policy and the memories' counters in one place. Returns the reward. ``accepted`` defaults
+        to ``verified`` (a verified reuse is an accepted one), as on the JSON roads.
 
         A gated recall can get its feedback from another process than the one that recalled (a CLI
         call, an MCP request): it is rebuilt from the audit log (``Gate.reopen``), charged the
         tokens the audit recorded for what reached the prompt, and rewarded once."""
         entry = self._open.pop(recall_id, None)
+        accepted = verified if accepted is None else accepted
         flags = dict(verified=verified, accepted=accepted, correct_abstain=correct_abstain,
                      false_positive=false_positive, rejected=rejected, success=success)
         if entry is None and self._gate is not None and isinstance(recall_id, str) and recall_id.startswith("d"):

@@ -37,11 +37,17 @@ class Outcome(StrEnum):
 
     @classmethod
     def parse(cls, value: str) -> "Outcome":
+        """An outcome by name, any case; ``passed``/``pass`` and ``failed``/``fail`` are a coding
+        agent's words for CORRECT and EXECUTION_ERROR."""
+        text = str(value).strip().upper()
         try:
-            return cls(str(value).strip().upper())
+            return cls(OUTCOME_ALIASES.get(text, text))
         except ValueError:
-            choices = ", ".join(o.value for o in cls)
+            choices = ", ".join([o.value for o in cls] + [a.lower() for a in OUTCOME_ALIASES])
             raise InvalidInputError(f"unknown outcome {value!r}; expected one of {choices}") from None
+
+
+OUTCOME_ALIASES = {"PASSED": "CORRECT", "PASS": "CORRECT", "FAILED": "EXECUTION_ERROR", "FAIL": "EXECUTION_ERROR"}
 
 
 class Polarity(StrEnum):
@@ -127,10 +133,13 @@ class Episode:
     attempts: tuple[Attempt, ...]
     context: str = ""          # schema text (SQL) or repository/environment summary (terminal)
     method: str = ""
-    kind: str = "sql"
+    kind: str | None = None    # "sql" or "terminal", always said: no default to file a command episode as SQL
     finalized: bool = False
 
     def __post_init__(self) -> None:
+        if self.kind is None:
+            raise InvalidInputError(f"episode {self.episode_id}: say its kind, kind='sql' or kind='terminal' (an "
+                                    "episode of commands filed as SQL is never recalled for a terminal failure)")
         for name in ("episode_id", "query_id", "namespace"):
             check_str(getattr(self, name), f"episode {name}", empty=False)
         for name in ("question", "context", "method"):

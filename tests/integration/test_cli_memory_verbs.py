@@ -179,3 +179,19 @@ def test_feedback_about_an_injection_that_never_happened_is_refused(tmp_path):
     assert code == 2 and "injected nothing" in json.loads(out)["error"]
     assert state(store) == before
     assert ok("feedback", store, {"recall_id": got["recall_id"], "correct_abstain": True})["reward"] > 0
+
+
+def test_the_readme_cli_lines_run_as_printed_on_a_fresh_store(tmp_path):
+    import os
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"^```sh\n(.*?)^```$", readme, re.DOTALL | re.MULTILINE)
+                 if "memory recall" in b)
+    env = {**os.environ, "HOME": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    record, recall, feedback = [json.loads(x) for x in re.findall(r"^\{.*?^\}", done.stdout, re.DOTALL | re.MULTILINE)]
+    assert record["memory_id"] == 1 and recall["recall_id"] == "d1" and recall["inject"] is True, recall["why"]
+    assert feedback["reward"] > 0 and (tmp_path / ".repairmem" / "memory.db").is_file()

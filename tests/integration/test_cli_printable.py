@@ -40,7 +40,7 @@ def tainted(tmp_path):
     attempts = (Attempt(f"SELECT nam{ANSI} FROM singer", "EXECUTION_ERROR", f"no such column: nam{ANSI}",
                         "Schema Linking"), Attempt(f"SELECT name FROM singer -- {ANSI}", "CORRECT"))
     episode = Episode(episode_id="run/q1", query_id="q1", position=0, namespace=f"db{ANSI}",
-                      question=f"Names of singers?{ANSI}", attempts=attempts, finalized=True)
+                      question=f"Names of singers?{ANSI}", attempts=attempts, kind="sql", finalized=True)
     with open_store(path) as store:
         store.finalize(episode, memory_from_episode(episode))
     return path

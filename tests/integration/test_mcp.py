@@ -184,3 +184,22 @@ def test_a_line_the_sdk_cannot_parse_gets_a_json_rpc_error_reply_and_the_server_
     assert [(r.get("id"), r.get("error", {}).get("code")) for r in replies[:3]] == [
         (None, -32700), (7, -32600), ("x", -32600)], replies
     assert replies[3]["id"] == 1 and "result" in replies[3]           # the server went on serving
+
+
+def test_the_tools_publish_typed_schemas_and_take_a_coding_agents_words(tmp_path):
+    async def body(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        schema = {name: _field(t, "input_schema", "inputSchema") for name, t in tools.items()}
+        failure = schema["recall"]["properties"]["failure"]
+        assert [set(k["required"]) for k in failure["oneOf"]] == [{"command"}, {"question", "sql", "status"}]
+        outcome = schema["record"]["properties"]["attempts"]["items"]["properties"]["outcome"]
+        assert {"passed", "failed", "CORRECT"} <= set(outcome["enum"])
+        episode = {**EPISODE, "attempts": [{"command": "python3 -m pytest", "outcome": "failed", "error": LOG},
+                                           {"command": ".venv/bin/python -m pytest", "outcome": "passed"}]}
+        recorded = _payload(await session.call_tool("record", episode))
+        got = _payload(await session.call_tool("recall", {"query_id": "proj-b/tests", "failure": {
+            "command": "python3 -m pytest tests/unit", "error": LOG, "project": "proj-b"}}))   # error, as in record
+        return recorded, got
+
+    recorded, got = anyio.run(_session_run, tmp_path / "m.db", body)
+    assert recorded["polarity"] == "positive" and got["inject"] is True and got["memory_ids"] == [recorded["memory_id"]]

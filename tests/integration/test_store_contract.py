@@ -579,7 +579,7 @@ def test_both_backends_give_the_same_answers(tmp_path, postgres_url):
 
 def test_memory_open_accepts_a_postgres_url(postgres_url):
     from repairmem import Attempt, Episode, Memory, SqlFailure
-    ep = Episode(episode_id="run/q1", query_id="q1", position=1, namespace="a", finalized=True, question="question 1",
+    ep = Episode(episode_id="run/q1", query_id="q1", position=1, namespace="a", finalized=True, kind="sql", question="question 1",
                  attempts=(Attempt("SELECT x FROM t", "EXECUTION_ERROR", "no such column: x", "Schema Linking",
                                    "no_such_column"), Attempt("SELECT y FROM t", "CORRECT")))
     with Memory.open(postgres_url, encoder="hashing", policy=None) as memory:

@@ -47,7 +47,7 @@ def cases(tmp_path):
     sql_episode = Episode("e9", "q9", 9, "shop", "Titles?", (Attempt("SELECT titel FROM product", "EXECUTION_ERROR",
                                                                    "no such column: titel"),
                                                            Attempt("SELECT title FROM product", "CORRECT")),
-                          finalized=True)
+                          kind="sql", finalized=True)
     terminal_episode = Episode("e8", "q8", 8, "web", "run the tests",
                                (Attempt("pytest tests/", "EXECUTION_ERROR", terminal.log),
                                 Attempt(".venv/bin/python -m pytest tests/", "CORRECT")), kind="terminal",
@@ -120,3 +120,37 @@ def test_an_unknown_failure_is_refused_by_name(tmp_path):
     with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:
         with pytest.raises(InvalidInputError, match="no registered domain takes a dict"):
             memory.recall({"command": "x"}, query_id="q")
+
+
+PEP668 = ("error: externally-managed-environment\n\nx This environment is externally managed\n"
+          "To install Python packages system-wide, try apt install python3-xyz")
+NO_REQUESTS = "E   ModuleNotFoundError: No module named 'requests'"
+
+
+def test_a_repaired_terminal_episode_is_kept_under_the_failure_it_set_out_to_fix():
+    """The middle step (pip refused by PEP 668) is not the memory; the first failure -> the fix is."""
+    episode = Episode("e1", "proj-a/tests", 0, "proj-a", "run the tests", (
+        Attempt("pytest tests/", "EXECUTION_ERROR", NO_REQUESTS),
+        Attempt("pip install requests", "EXECUTION_ERROR", PEP668),
+        Attempt(".venv/bin/python -m pytest tests/", "CORRECT")), kind="terminal", finalized=True)
+    kept = TerminalDomain().finalize(episode)
+    assert (kept.before, kept.after) == ("pytest tests/", ".venv/bin/python -m pytest tests/")
+    assert kept.failure_type == "module_not_found" and "requests" in kept.failure_context
+    unsolved = Episode("e2", "q2", 1, "proj-a", "run the tests", (*episode.attempts[:2],
+                       Attempt("sudo pip install requests", "EXECUTION_ERROR", "sudo: a password is required")),
+                       kind="terminal", finalized=True)
+    assert TerminalDomain().finalize(unsolved).before == "pip install requests"    # MERIT's last direction
+
+
+def test_the_failure_text_has_one_name_across_verbs_and_outcomes_take_an_agents_words():
+    domain = TerminalDomain()
+    by_error = domain.parse({"command": "pytest", "error": NO_REQUESTS}, verb="recall")
+    assert by_error == domain.parse({"command": "pytest", "log": NO_REQUESTS}, verb="recall")
+    with pytest.raises(InvalidInputError, match="same field"):
+        domain.parse({"command": "pytest", "log": "a", "error": "b"}, verb="recall")
+    with pytest.raises(InvalidInputError, match="missing field failure.log"):
+        domain.parse({"command": "pytest"}, verb="recall")
+    assert [Attempt("x", o).outcome.value for o in ("passed", "FAILED", "pass", "fail")] == [
+        "CORRECT", "EXECUTION_ERROR", "CORRECT", "EXECUTION_ERROR"]
+    with pytest.raises(InvalidInputError, match="say its kind"):
+        Episode("e", "q", 0, "ns", "t", (Attempt("make", "CORRECT"),), finalized=True)

@@ -35,7 +35,7 @@ def _db(path: Path, ddl: str) -> Path:
 
 
 def _episode(i: int, db: str, before: str, error: str, after: str) -> Episode:
-    return Episode(episode_id=f"run/q{i}", query_id=f"q{i}", position=i, namespace=db, finalized=True,
+    return Episode(episode_id=f"run/q{i}", query_id=f"q{i}", position=i, namespace=db, finalized=True, kind="sql",
                    question=f"question {i}", attempts=(Attempt(before, "EXECUTION_ERROR", error, "Schema Linking",
                                                                "no_such_column"), Attempt(after, "CORRECT")))
 
@@ -183,7 +183,7 @@ def test_live_recall_is_the_recall_at_the_next_position(tmp_path, policy):
     for i, (col, typo) in enumerate([("name", "nam"), ("age", "agee"), ("country", "contry"), ("name", "nme")], 1):
         memory.record(_episode(i, "concert", f"SELECT {typo} FROM singer", f"no such column: {typo}",
                                f"SELECT {col} FROM singer"))
-    memory.record(Episode(episode_id="run/q9", query_id="q9", position=9, namespace="concert", finalized=True,
+    memory.record(Episode(episode_id="run/q9", query_id="q9", position=9, namespace="concert", finalized=True, kind="sql",
                           question="solved at once", attempts=(Attempt("SELECT 1", "CORRECT"),)))
     assert memory.next_position() == 10
     failure = SqlFailure("Names of singers?", "SELECT nmae FROM singer", "EXECUTION_ERROR", "no such column: nmae",
@@ -217,3 +217,15 @@ def test_a_state_folder_keeps_the_gate_files_inside_it(tmp_path, monkeypatch):
     with Memory.open(tmp_path / "m.db", encoder="hashing", state="."):     # `--state .` wrote ..audit.db
         pass
     assert sorted(p.name for p in folder.iterdir()) == ["gate.audit.db"]
+
+
+def test_verified_implies_accepted_in_python_as_in_json(sql_memory):
+    memory, concert, _ = sql_memory
+    failure = SqlFailure("Names of singers?", "SELECT nmae FROM singer", "EXECUTION_ERROR", "no such column: nmae",
+                         database="concert", db_path=concert)
+    got = memory.recall(failure, query_id="q3", scope="same", position=3)
+    assert got.injected, got.why
+    with pytest.raises(InvalidInputError, match="also accepted"):
+        memory.feedback(got.id, verified=True, accepted=False)
+    assert memory.feedback(got.id, verified=True) > 0          # the refused call left the recall open
+    assert memory.explain(got.id)["reward"]["feedback"]["accepted"] is True

@@ -25,7 +25,7 @@ def test_solved_episode_writes_positive_from_last_transition():
     ep = Episode("e", "q", 4, "db", "Q?", (
         Attempt("A", "EXECUTION_ERROR", "no such column: x", "Schema Linking"),
         Attempt("B", "DENOTATION_MISMATCH", None, "Result Mismatch"),
-        Attempt("C", "CORRECT")), finalized=True, method="merit")
+        Attempt("C", "CORRECT")), finalized=True, method="merit", kind="sql")
     m = memory_from_episode(ep)
     assert (m.polarity, m.before, m.after, m.failure_type) == (Polarity.POSITIVE, "B", "C", "Result Mismatch")
     assert m.provenance[0].source_pos == 4 and m.provenance[0].source_query == "q"
@@ -34,12 +34,12 @@ def test_solved_episode_writes_positive_from_last_transition():
 def test_unsolved_episode_writes_negative_and_correct_start_writes_nothing():
     neg = memory_from_episode(make_episode("q", 1, solved=False))
     assert neg.polarity is Polarity.NEGATIVE and neg.outcome is Outcome.DENOTATION_MISMATCH
-    start_ok = Episode("e", "q", 0, "db", "Q?", (Attempt("A", "CORRECT"),), finalized=True)
+    start_ok = Episode("e", "q", 0, "db", "Q?", (Attempt("A", "CORRECT"),), finalized=True, kind="sql")
     assert memory_from_episode(start_ok) is None
 
 
 def test_unfinalized_episode_cannot_write_memory():
-    ep = Episode("e", "q", 0, "db", "Q?", (Attempt("A", "TIMEOUT"), Attempt("B", "CORRECT")))
+    ep = Episode("e", "q", 0, "db", "Q?", (Attempt("A", "TIMEOUT"), Attempt("B", "CORRECT")), kind="sql")
     with pytest.raises(InvalidInputError, match="not finalized"):
         memory_from_episode(ep)
 
@@ -49,4 +49,4 @@ def test_variant_validates_polarity_against_outcome():
         MemoryVariant(kind="sql", polarity="+", namespace="db", failure_type="Syntax", question="q",
                       before="a", after="b", outcome="TIMEOUT")
     with pytest.raises(InvalidInputError, match="position"):
-        Episode("e", "q", -1, "db", "Q", ())
+        Episode("e", "q", -1, "db", "Q", (), kind="sql")

@@ -154,7 +154,7 @@ def _recorded_memory(tmp_path, question: str, after: str, *, solved: bool) -> Me
                         "no_such_column"), Attempt(after, "CORRECT" if solved else "EXECUTION_ERROR",
                                                    None if solved else "no such column: x"))
     memory.record(Episode(episode_id="run/q1", query_id="q1", position=0, namespace="concert", question=question,
-                          attempts=attempts, finalized=True))
+                          attempts=attempts, kind="sql", finalized=True))
     return memory
 
 

@@ -533,7 +533,7 @@ def finalized_episode(record: dict[str, Any], example: Example, schema: str, met
                      for a in record["attempts"])
     episode = Episode(episode_id=f"{run_id}/{example.example_id}", query_id=example.example_id,
                       position=record["position"], namespace=example.db_id, question=example.question,
-                      attempts=attempts, context=schema, method=method.name, finalized=True)
+                      attempts=attempts, context=schema, method=method.name, kind="sql", finalized=True)
     memory = memory_from_episode(episode)
     return episode, memory if memory is not None and memory.polarity in method.writes else None
 

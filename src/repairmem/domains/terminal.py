@@ -8,7 +8,7 @@ memory is shown as ``high_recall_retrieval`` would show it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from ..check import request_error, request_fields
@@ -23,7 +23,8 @@ from .base import Diagnosis, Shown, Situation
 TERMINAL_RETRIEVAL = RetrievalConfig("terminal", k_positive=5, k_negative=0, type_mode="reliability",
                                      reliable_types=frozenset())
 # the JSON fields of a terminal failure and whether each is required
-TERMINAL_FIELDS: Mapping[str, bool] = {"command": True, "log": True, "task": False, "project": False}
+# ``error`` is ``log``'s other name, the one ``record``'s attempts and SQL failures use: send one of them
+TERMINAL_FIELDS: Mapping[str, bool] = {"command": True, "log": False, "error": False, "task": False, "project": False}
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,12 @@ class TerminalDomain:
         return show_payload(payload, positives, negatives)
 
     def finalize(self, episode: Episode) -> MemoryVariant | None:
-        """MERIT's rule, keyed on the failed step's classification when the caller gave none."""
+        """The memory of the failure the episode set out to fix: a repaired episode keeps its *first*
+        failed attempt (command, log) -> the verified last step, whatever came between (``pip install``
+        refused by PEP 668 on the way is not what the agent came to fix); an unrepaired one keeps
+        MERIT's last failed direction. Classified from the failed step when the caller gave no type."""
+        if episode.solved and len(episode.attempts) > 2:
+            episode = replace(episode, attempts=(episode.attempts[0], episode.attempts[-1]))
         memory = memory_from_episode(episode)
         if memory is None or memory.signatures:
             return memory
@@ -100,6 +106,12 @@ class TerminalDomain:
     def parse(self, obj: Any, *, verb: str) -> TerminalFailure:
         """``{command, log, task?, project?}`` -> ``TerminalFailure`` (errors name the field)."""
         values = request_fields(obj, verb, TERMINAL_FIELDS)
+        given = [k for k in ("log", "error") if obj.get(k) is not None]
+        if len(given) != 1:
+            raise request_error(verb, "failure.log and failure.error are the same field (the failed command's "
+                                      "output): send one" if given else "missing field failure.log (the failed "
+                                      "command's output; failure.error is the same field)")
+        values["log"] = values.pop("error") or values["log"]
         try:
             return TerminalFailure(**values)
         except InvalidInputError as exc:
