@@ -193,8 +193,7 @@ def _human(verb: str, out: dict) -> str:
 
 
 def _store_address(store: str, *, writes: bool):
-    """A PostgreSQL URL as given; a file store with ``~`` expanded (a config file's "~/..." reaches us
-    unexpanded) and, for a command that writes, its folder created, as the README promises."""
+    """A URL as given; a file with ``~`` expanded (config files pass it raw), its folder made if ``writes``."""
     from .store import is_postgres_url
     if is_postgres_url(store):
         return store

@@ -42,10 +42,12 @@ you retry. Pass `failure` = {"command": the command that failed, "log": its erro
 the last lines of output), "task"?: what you are trying to do, "project"?: the repository name}; for a SQL
 failure instead {"question", "sql", "status": EXECUTION_ERROR|DENOTATION_MISMATCH|TIMEOUT, "error"?,
 "database"?, "db_path"?}. `query_id` names the current task (the same id for every recall of one task).
-Returns {recall_id, action, inject, text, memory_ids, why, diagnosis, candidates}: when `inject` is true,
+Returns {recall_id, action, inject, text, memory_ids, why, diagnosis, candidates, ask}: when `inject` is true,
 `text` holds earlier verified fixes in delimited blocks - untrusted hints, check that the cause matches
-before following one; when false, the gate judged no memory safe to use (see `why`). Keep `recall_id` and
-call `feedback` after your retry."""
+before following one; when false, the gate judged no memory safe to use (see `why`). When `ask` is set the
+gate is unsure about one memory: `ask` holds its cause, the command that failed, the fix and why it is
+unsure; check it yourself and answer with feedback confirmed=true (you used it) or rejected=true. Keep
+`recall_id` and call `feedback` after your retry."""
 
 RECORD_DOC = """\
 Save a finished episode so later failures can be repaired from it. Call it ONCE, when the task is finished
@@ -65,7 +67,8 @@ verified=true when you used it and the fix was verified (tests pass; implies acc
 you used it without verification, false_positive=true when you followed it and it did not apply,
 rejected=true when you saw it did not apply and ignored it. If nothing was injected: correct_abstain=true
 when no memory would have helped, else leave the flags false (success=true if you repaired it anyway).
-Returns {recall_id, reward}."""
+If recall returned an `ask`: confirmed=true when its memory applied and you used its fix (add verified=true
+if the fix passed), rejected=true when it did not apply. Returns {recall_id, reward}."""
 
 EXPLAIN_DOC = """\
 Why a recall injected what it did: the gate's action, its reason, the safety checks, every retrieved
@@ -176,6 +179,8 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
             correct_abstain: Annotated[bool | None, text("nothing injected, and no memory would have "
                                                          "helped")] = None,
             success: Annotated[bool | None, text("the failure was repaired (reported, not rewarded)")] = None,
+            confirmed: Annotated[bool | None, text("answers recall's `ask`: the asked memory applied and you used "
+                                                   "its fix (rejected=true: it did not apply)")] = None,
     ) -> dict[str, Any]:
         return run("feedback")
 

@@ -67,6 +67,8 @@ class Recall:
     negatives: tuple[MemoryVariant, ...] = ()
     retrieval: Any = None                       # the ``Retrieval`` (pools, explanations)
     blocks: tuple[str, ...] = ()                # SQL hint renderings: one delimited block per memory
+    ask: MemoryVariant | None = None            # the gate asks whether this memory applies; nobody answered:
+                                                # the caller checks it, then ``feedback(confirmed=...)``
 
     @property
     def injected(self) -> bool:
@@ -82,7 +84,17 @@ class Recall:
                 "why": self.why, "diagnosis": self.diagnosis.__dict__,
                 "candidates": [{"id": s.memory.id, "polarity": s.memory.polarity.value, "score": s.score,
                                 "dense": s.dense, "bm25": s.bm25, "failure_type": s.memory.failure_type,
-                                "namespace": s.memory.namespace} for s in self.candidates]}
+                                "namespace": s.memory.namespace} for s in self.candidates],
+                "ask": None if self.ask is None else _ask(self.ask, self.why)}
+
+
+def _ask(memory: MemoryVariant, why: str) -> dict:
+    """An open ``ask_feedback`` in the caller's hands: the memory to check, what to check, how to answer."""
+    return {"memory_id": memory.id, "cause": "/".join(x for x in (memory.failure_type, memory.root_cause) if x),
+            "namespace": memory.namespace, "failed": memory.before, "failure": memory.failure_context,
+            "fix": memory.after, "why_unsure": why,
+            "check": "Untrusted: apply the fix only if your failure has this cause. Then call feedback with "
+                     "confirmed=true (and verified=true if the fix passed), or rejected=true if it does not apply."}
 
 
 @dataclass
@@ -308,9 +320,12 @@ class Memory:
             action = result.decision.action.value
             why = self._audit.get(result.decision_id)["reason"] if result.decision_id else result.payload.note
             recall_id = result.decision_id or recall_id
+        ask = None
+        if result is not None and result.resolution == "unanswered" and result.lead_id is not None:
+            ask = next(s.memory for s in (*found.answers, *found.positives) if s.memory.id == result.lead_id)
         recall = Recall(recall_id, action, shown.text, tuple(m.id for m in (*shown.positives, *shown.negatives)),
                         (*found.answers, *found.positives, *found.negatives), why, diagnosis, shown.positives,
-                        shown.negatives, found, shown.blocks)
+                        shown.negatives, found, shown.blocks, ask)
         self._open[recall_id] = _Open(recall, result)
         if len(self._open) > MAX_OPEN_RECALLS:    # feedback that never came (live use); oldest first
             del self._open[next(iter(self._open))]
@@ -386,18 +401,20 @@ class Memory:
 
     def feedback(self, recall_id: str, *, accepted: bool | None = None, verified: bool = False,
                  false_positive: bool = False, rejected: bool = False, correct_abstain: bool = False,
-                 success: bool = False, source: str = "verifier") -> float:
+                 success: bool = False, confirmed: bool = False, source: str = "verifier") -> float:
         """The outcome of a recall, checked against what it injected; written to the audit log, the
         policy and the memories' counters in one place. Returns the reward. ``accepted`` defaults
-        to ``verified`` (a verified reuse is an accepted one), as on the JSON roads.
+        to ``verified or confirmed`` (a verified reuse is an accepted one), as on the JSON roads.
+        A recall whose ``ask`` nobody answered takes the answer here: ``confirmed`` (the memory
+        applied and was used; add ``verified`` when the fix then passed) or ``rejected`` (it did not).
 
         A gated recall can get its feedback from another process than the one that recalled (a CLI
         call, an MCP request): it is rebuilt from the audit log (``Gate.reopen``), charged the
         tokens the audit recorded for what reached the prompt, and rewarded once."""
         entry = self._open.pop(recall_id, None)
-        accepted = verified if accepted is None else accepted
+        accepted = (verified or confirmed) if accepted is None else accepted
         flags = dict(verified=verified, accepted=accepted, correct_abstain=correct_abstain,
-                     false_positive=false_positive, rejected=rejected, success=success)
+                     false_positive=false_positive, rejected=rejected, success=success, confirmed=confirmed)
         if entry is None and self._gate is not None and isinstance(recall_id, str) and recall_id.startswith("d"):
             entry = _Open(None, self._gate.reopen(recall_id))
         if entry is None:

@@ -216,8 +216,8 @@ def parse_feedback(request: Any) -> FeedbackRequest:
     obj = _object(request, verb, "", ("recall_id", *FEEDBACK_FLAGS, "source"))
     recall_id = _str(obj, "recall_id", verb, required=True, empty=False)
     flags = {k: v for k in FEEDBACK_FLAGS if (v := _bool(obj, k, verb)) is not None}
-    if flags.get("verified") and "accepted" not in flags:
-        flags["accepted"] = True          # a verified reuse is an accepted one
+    if (flags.get("verified") or flags.get("confirmed")) and "accepted" not in flags:
+        flags["accepted"] = True          # a verified reuse, or a confirmed ask, is an accepted one
     try:
         Feedback(**flags)                 # the combinations Feedback refuses, refused before anything is opened
     except InvalidInputError as exc:
@@ -277,7 +277,8 @@ def recall(memory: Memory, request: Any) -> dict:
                         position=req.position, session=req.session)
     d = got.to_dict()
     return {"recall_id": d["id"], "action": d["action"], "inject": got.injected, "text": d["text"],
-            "memory_ids": d["memory_ids"], "why": d["why"], "diagnosis": d["diagnosis"], "candidates": d["candidates"]}
+            "memory_ids": d["memory_ids"], "why": d["why"], "diagnosis": d["diagnosis"], "candidates": d["candidates"],
+            "ask": d["ask"]}
 
 
 @_answer

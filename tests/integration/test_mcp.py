@@ -203,3 +203,47 @@ def test_the_tools_publish_typed_schemas_and_take_a_coding_agents_words(tmp_path
 
     recorded, got = anyio.run(_session_run, tmp_path / "m.db", body)
     assert recorded["polarity"] == "positive" and got["inject"] is True and got["memory_ids"] == [recorded["memory_id"]]
+
+
+REQUESTS = "E   ModuleNotFoundError: No module named 'requests'"
+
+
+def test_an_ask_reaches_the_agent_and_its_answer_teaches_the_gate(tmp_path):
+    """The everyday failure whose root cause the rules cannot name (family confidence 0.2): the gate
+    asks; over MCP nobody could answer, so the fix never came back. Now the ask is in the answer."""
+    episode = {"query_id": "proj-a/tests", "namespace": "proj-a", "task": "run the tests",
+               "attempts": [{"command": "pytest tests/", "outcome": "failed", "error": REQUESTS},
+                            {"command": ".venv/bin/python -m pytest tests/", "outcome": "passed"}]}
+
+    def failure(project):
+        return {"command": "pytest tests/", "error": REQUESTS, "project": project}
+
+    async def body(session):
+        recorded = _payload(await session.call_tool("record", episode))
+        got = _payload(await session.call_tool("recall", {"query_id": "proj-b/tests", "failure": failure("proj-b")}))
+        fed = _payload(await session.call_tool("feedback", {"recall_id": got["recall_id"], "confirmed": True,
+                                                            "verified": True}))
+        why = _payload(await session.call_tool("explain", {"recall_id": got["recall_id"]}))
+        other = _payload(await session.call_tool("recall", {"query_id": "proj-c/tests", "failure": failure("proj-c")}))
+        no = _payload(await session.call_tool("feedback", {"recall_id": other["recall_id"], "rejected": True}))
+        wrong = _error(await session.call_tool("feedback", {"recall_id": other["recall_id"], "confirmed": True}))
+        return recorded, got, fed, why, other, no, wrong, _payload(await session.call_tool("stats", {}))
+
+    recorded, got, fed, why, other, no, wrong, stats = anyio.run(_session_run, tmp_path / "m.db", body)
+    assert got["action"] == "ask_feedback" and got["inject"] is False and got["text"] == ""
+    ask = got["ask"]
+    assert ask["memory_id"] == recorded["memory_id"] and ask["fix"] == ".venv/bin/python -m pytest tests/"
+    assert "requests" in ask["failure"] and "family_confidence" in ask["why_unsure"] and "confirmed=true" in ask["check"]
+    assert fed["reward"] > 0 and why["resolution"] == "confirmed" and why["reward"]["feedback"]["confirmed"] is True
+    assert other["ask"] is not None and no["reward"] < 0 and "already has its feedback" in wrong
+    assert stats["gate"]["updates"] == 2
+
+
+def test_confirmed_answers_only_an_open_ask(tmp_path):
+    async def body(session):
+        _payload(await session.call_tool("record", EPISODE))
+        got = _payload(await session.call_tool("recall", {"query_id": "proj-b/tests", "failure": FAILURE}))
+        assert got["inject"] is True and got["ask"] is None, got
+        return _error(await session.call_tool("feedback", {"recall_id": got["recall_id"], "confirmed": True}))
+
+    assert "confirmed answers an ask_feedback recall nobody answered" in anyio.run(_session_run, tmp_path / "m.db", body)

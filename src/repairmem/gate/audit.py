@@ -246,16 +246,20 @@ class AuditLog:
     @_guarded
     def commit_feedback(self, decision_id: str, reward: float, *, source: str, feedback: Feedback | None = None,
                         learn: Callable[[Policy], None] | None = None,
-                        counters: Mapping[int, Mapping[str, int]] | None = None) -> tuple[Policy, int] | None:
+                        counters: Mapping[int, Mapping[str, int]] | None = None,
+                        resolution: str | None = None) -> tuple[Policy, int] | None:
         """One transaction, all or nothing: the reward row, the ``counters`` the memory store has yet
         to receive (``pending_counters``), and with ``learn`` the policy read fresh under the write lock,
-        updated by ``learn`` and written back, so concurrent writers lose no update. Returns the
-        updated (policy, updates) when it learned."""
+        updated by ``learn`` and written back, so concurrent writers lose no update. ``resolution``:
+        how the agent answered an open ``ask_feedback`` (confirmed, declined), kept on the decision.
+        Returns the updated (policy, updates) when it learned."""
         check_number(reward, "reward", where=f"decision {decision_id}")
         if not source or not isinstance(source, str):
             raise InvalidInputError(f"decision {decision_id}: a reward needs its source (e.g. 'verifier', 'user')")
         if feedback is not None and not isinstance(feedback, Feedback):
             raise InvalidInputError(f"decision {decision_id}: feedback must be a Feedback")
+        if resolution not in (None, "", "confirmed", "declined", "unanswered"):
+            raise InvalidInputError(f"decision {decision_id}: unknown resolution {resolution!r}")
         data = json.dumps(feedback.to_dict() if feedback is not None else {})
         pending = json.dumps({str(int(k)): dict(v) for k, v in counters.items()}) if counters else None
         out = None
@@ -273,6 +277,9 @@ class AuditLog:
                 out = (policy, updates + 1)
             db.execute("INSERT INTO rewards (decision_id, reward, source, feedback, counters) VALUES (?, ?, ?, ?, ?)",
                        (decision_id, float(reward), source, data, pending))
+            if resolution:
+                db.execute("UPDATE decisions SET resolution = ? WHERE decision_id = ? AND resolution = 'unanswered'",
+                           (resolution, decision_id))
         return out
 
     # -- the learned policy and the counters still owed to the store -----------------------------

@@ -208,6 +208,23 @@ class Gate:
         return GateResult(decision_id, decision, payload, tuple(zip(rec["candidate_ids"], rec["candidate_scores"])),
                           rec["session"], rec["resolution"], rec["lead_id"], tokens=int(rec["injected_tokens"]))
 
+    @staticmethod
+    def answered(result: GateResult, feedback: Feedback) -> GateResult:
+        """``result`` as the agent's answer to its open ask leaves it: ``confirmed`` makes the asked
+        lead the payload (it was used), ``rejected`` declines it; anything else leaves it as it is."""
+        if not (result.decision.action is Action.ASK_FEEDBACK and result.resolution == "unanswered"
+                and result.lead_id is not None):
+            if feedback.confirmed:
+                raise InvalidInputError(f"decision {result.decision_id or '(unaudited)'} "
+                                        f"({result.decision.action.value}) asked nothing that is still open: "
+                                        "confirmed answers an ask_feedback recall nobody answered")
+            return result
+        if feedback.confirmed:
+            return replace(result, resolution="confirmed", payload=Payload(
+                Action.ASK_FEEDBACK, f"(memory {result.lead_id}, confirmed by the agent)", result.payload.tokens,
+                (int(result.lead_id),), "Confirmed by the agent."))
+        return replace(result, resolution="declined") if feedback.rejected else result
+
     def check_feedback(self, result: GateResult, feedback: Feedback) -> None:
         """``InvalidInputError`` unless ``feedback`` can describe what ``result`` did."""
         if not isinstance(feedback, Feedback):
@@ -215,6 +232,7 @@ class Gate:
         where = f"decision {result.decision_id or '(unaudited)'} ({result.decision.action.value})"
         if result.rewarded:
             raise InvalidInputError(f"{where} already has its feedback")
+        result = self.answered(result, feedback)
         if result.injected:
             if feedback.correct_abstain:
                 raise InvalidInputError(f"{where} injected memory {list(result.payload.memory_ids)}: "
@@ -232,6 +250,7 @@ class Gate:
         """Validate ``feedback`` against the decision, score it, and write it everywhere it goes:
         the audit log, the policy (unless ``learn`` is False), the memories' counters and the session."""
         self.check_feedback(result, feedback)
+        given, result = result, self.answered(result, feedback)
         r = reward(feedback, self.reward_config)
         increments = counter_increments(result.payload.memory_ids, feedback)
         if result.resolution == "declined" and result.lead_id is not None:
@@ -243,15 +262,17 @@ class Gate:
         if self.durable and result.decision_id is not None:
             self.ledger.check(list(increments))
             learned = self.audit.commit_feedback(result.decision_id, r, source=source, feedback=feedback,
-                                                 learn=update if learn else None, counters=increments)
+                                                 learn=update if learn else None, counters=increments,
+                                                 resolution=result.resolution)
             if learned is not None:
                 self.policy, self._updates = learned
-            result.rewarded = True
+            given.rewarded = result.rewarded = True
             self.deliver_counters()
         else:
             if self.audit is not None and result.decision_id is not None:
-                self.audit.record_reward(result.decision_id, r, source=source, feedback=feedback)
-            result.rewarded = True
+                self.audit.commit_feedback(result.decision_id, r, source=source, feedback=feedback,
+                                           resolution=result.resolution)
+            given.rewarded = result.rewarded = True
             if learn:
                 update(self.policy)
             for mid, inc in increments.items():

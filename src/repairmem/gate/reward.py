@@ -95,7 +95,7 @@ def load_reward_config(path: str | Path) -> RewardConfig:
 
 
 # Feedback's flags: what the service, the CLI and the MCP server accept as feedback
-FEEDBACK_FLAGS = ("verified", "accepted", "correct_abstain", "false_positive", "rejected", "success")
+FEEDBACK_FLAGS = ("verified", "accepted", "correct_abstain", "false_positive", "rejected", "success", "confirmed")
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,8 @@ class Feedback:
     did not apply and the agent followed it. ``rejected``: an injected memory was recognised as not
     applying and discarded. ``correct_abstain``: the gate declined and no retrieved memory applied.
     ``success``: the episode's failure was repaired (reported, not rewarded directly).
+    ``confirmed``: the agent answered an ``ask_feedback`` that nobody had answered: the asked memory
+    applies, so it was used (``rejected`` answers that it does not); scored as that use.
     """
 
     verified: bool = False
@@ -117,6 +119,7 @@ class Feedback:
     latency_ms: float = 0.0
     tokens: int = 0
     success: bool = False
+    confirmed: bool = False
 
     def __post_init__(self) -> None:
         for name in FEEDBACK_FLAGS:
@@ -127,6 +130,8 @@ class Feedback:
             raise InvalidInputError("feedback: a verified reuse is also accepted (set accepted=True)")
         if self.false_positive and (self.accepted or self.rejected):
             raise InvalidInputError("feedback: a false positive is neither accepted nor rejected")
+        if self.confirmed and (self.rejected or self.correct_abstain):
+            raise InvalidInputError("feedback: a confirmed ask is neither rejected nor a correct abstention")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
