@@ -196,6 +196,7 @@ def score(rec: dict, recall, audit: dict, *, kind: str, memories: dict[int, dict
     by_rec = {m["id"]: m for m in memories.values()}
     own = next((m for m in memories.values() if group[m["id"]] == g), None)
     lead = injected[0] if injected else None
+    asked = memories[recall.ask.id]["id"] if recall.ask is not None else None   # an open ask the caller answers
     d = recall.diagnosis
     row = {
         "id": rec["id"], "kind": kind, "group": g, "family": rec["family"], "command": rec["command"],
@@ -204,6 +205,9 @@ def score(rec: dict, recall, audit: dict, *, kind: str, memories: dict[int, dict
         "correct_injection": lead is not None and group[lead] == g,
         "false_positive": lead is not None and group[lead] != g,
         "wrong_memory_injected": any(group[i] != g for i in injected),
+        "asked": asked,
+        "asked_correct": asked is not None and group[asked] == g,
+        "asked_wrong": asked is not None and group[asked] != g,
         "candidates": candidates,
         "retrieval_top1": candidates[0] if candidates else None,
         "retrieval_hit": bool(candidates) and group[candidates[0]] == g,
@@ -287,6 +291,9 @@ def _counts(rows: list[dict]) -> dict:
         "injected_correct": sum(r["correct_injection"] for r in rows),
         "injected_wrong": sum(r["false_positive"] for r in rows),
         "wrong_memory_injected": sum(r["wrong_memory_injected"] for r in rows),
+        "asked_correct": sum(r["asked_correct"] for r in rows),
+        "asked_wrong": sum(r["asked_wrong"] for r in rows),
+        "injected_or_asked_correct": sum(r["correct_injection"] or r["asked_correct"] for r in rows),
         "not_injected": len(rows) - len(inj),
         "not_injected_by_action": dict(Counter(r["action"] for r in rows if not r["injected"]).most_common()),
         "injected_by_action": dict(Counter(r["action"] for r in inj).most_common()),
@@ -362,6 +369,9 @@ def report(res: dict, data: Path) -> str:
            f"(encoder {res['encoder']}, policy {res['policy']}, fresh gate per query; data {data})", ""]
     headline = (
         ("true match: injected the right memory", _pct(res["true_match_correct_injection"])),
+        ("true match: the right memory asked (open ask)", f"{t['asked_correct']}/{t['n']}"),
+        ("true match: right memory injected or asked", f"{t['injected_or_asked_correct']}/{t['n']}"),
+        ("true match: a wrong memory asked", f"{t['asked_wrong']}/{t['n']}"),
         ("true match: injected a wrong memory (lead)", _pct(res["true_match_false_positive"])),
         ("true match: any wrong memory in the payload", f"{t['wrong_memory_injected']}/{t['n']}"),
         ("true match: not injected", f"{t['not_injected']}/{t['n']} ({_actions(t['not_injected_by_action'])})"),
@@ -371,6 +381,7 @@ def report(res: dict, data: Path) -> str:
         ("look-alike (natural): injected (false positive)", _pct(res["natural_lookalike_false_positive"])),
         ("look-alike (held out): injected (false positive)", _pct(res["holdout_false_positive"])),
         ("look-alike (all): false-positive rate", _pct(res["lookalike_false_positive"])),
+        ("look-alike (all): a memory asked (open ask)", f"{lk['asked_wrong'] + h['asked_wrong']}/{lk['n'] + h['n']}"),
         ("look-alike (all): refused", f"{lk['not_injected'] + h['not_injected']}/{lk['n'] + h['n']} "
                                       f"({_actions(dict(refused))})"),
     )

@@ -41,6 +41,7 @@ from .retrieval.hybrid import RetrievalConfig, Scored, retrieve
 from .retrieval.encoders import resolve_encoder
 from .retrieval.index import MemoryIndex
 from .retrieval.texts import MemoryEmbedder
+from .secrets import masked_memory
 from .store import export_jsonl, import_jsonl, is_postgres_url, open_store
 from .types import Episode, MemoryVariant, Polarity, Scope
 
@@ -263,6 +264,7 @@ class Memory:
         if memory is not None:
             check_label(memory.namespace, "memory namespace", where=where)
             check_label(memory.failure_type, "memory failure_type", where=where)
+            memory, _ = masked_memory(memory)     # no credential is stored, shown or exported (secrets.py)
         variant_id = self._store.finalize(episode, memory)
         return None if variant_id is None else self._store.get([variant_id])[0]
 
@@ -289,8 +291,8 @@ class Memory:
         if step is not None:
             check_int(step, "step", low=0, where="recall")
         domain = domain_for(self._domains, failure)
-        diagnosis, signatures = (domain.diagnose(failure) if diagnosis is None else
-                                 (diagnosis, domain.diagnose(failure)[1]))
+        classified, signatures = domain.diagnose(failure)     # the signatures whoever names the type
+        diagnosis = classified if diagnosis is None else diagnosis
         situation = domain.situation(failure, namespace=namespace, default=self.namespace or "default")
         ns = situation.namespace
         position = self.next_position() if position is None else position

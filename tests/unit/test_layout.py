@@ -22,7 +22,7 @@ SRC = Path(repairmem.__file__).resolve().parent
 ROOT = "repairmem"
 MAX_LINES = 600
 
-BASE = {"types", "errors", "check", "files", "untrusted", "addresses", "sqlite_wal"}
+BASE = {"types", "errors", "check", "files", "untrusted", "addresses", "sqlite_wal", "secrets"}
 MID = {"gate", "retrieval", "store", "llm", "classify", "sql"}
 ALLOWED = {
     **{name: BASE for name in BASE},

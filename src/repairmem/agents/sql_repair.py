@@ -278,9 +278,6 @@ class _AttemptState:
     same_result_as: int | None = None   # executed, and returned the same rows as this earlier attempt
     executed: bool = True
 
-    def as_attempt(self) -> Attempt:
-        return Attempt(self.sql, self.verdict_outcome, self.error or None, self.failure_type, self.failure_subtype)
-
     def view(self, grounded: bool) -> AttemptView:
         note = ""
         if grounded and self.repeat_of is not None:

@@ -32,6 +32,7 @@ from typing import Any, Iterable
 from ..check import INT64_MAX, check_int, json_type, parse_json
 from ..errors import ImportFormatError, InvalidInputError
 from ..files import output_dir, write_atomic
+from ..secrets import masked_memory
 from ..types import COUNTER_NAMES, FORMAT_VERSION, Counters, MemoryVariant, Polarity, Provenance
 from .protocol import MemoryStore
 
@@ -149,7 +150,7 @@ def import_jsonl(store: MemoryStore, paths: Iterable[str | os.PathLike]) -> list
     """Import memory files: every line of every file is validated before anything is stored."""
     variants: list[MemoryVariant] = []
     for path in paths:
-        variants.extend(read_jsonl(path))
+        variants.extend(masked_memory(v)[0] for v in read_jsonl(path))   # credentials, as at record
     return store.import_variants(variants)
 
 

@@ -125,15 +125,15 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
             seed_summary = experience.seed_from_run(config.seed_from)
     try:
         return _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashes, meta, run_id,
-                           model=model, encoder=encoder, veto=veto, keep_workspaces=keep_workspaces,
+                           model=model, veto=veto, keep_workspaces=keep_workspaces,
                            model_options=model_options, progress=progress)
     finally:
         if experience is not None:
             experience.close()
 
 
-def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashes, meta, run_id, *, model, encoder,
-                veto, keep_workspaces, model_options, progress) -> Path:
+def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashes, meta, run_id, *, model, veto,
+                keep_workspaces, model_options, progress) -> Path:
     meta_file, attempts_file = out_dir / RUN_FILE, out_dir / ATTEMPTS_FILE
     base = seed_summary["records"] if seed_summary else 0    # this run's positions follow the seed's
     if meta is None:
