@@ -11,46 +11,14 @@ import contextlib
 import json
 import sys
 import tempfile
-from dataclasses import asdict, is_dataclass
-from enum import Enum
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .addresses import redact
+from .cli_output import describe, emit
 from .errors import InvalidInputError, RepairmemError
-from .types import KINDS, MemoryVariant, Outcome, Polarity, Scope
+from .types import KINDS, Outcome, Polarity, Scope
 from .untrusted import inert, printable
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, bytes):                  # a BLOB from a query: JSON has no bytes
-        return {"blob_hex": obj.hex()}
-    if isinstance(obj, Enum):
-        return obj.value
-    if isinstance(obj, MemoryVariant):
-        from .store.jsonl import variant_to_record
-        return variant_to_record(obj)
-    if is_dataclass(obj):
-        return {k: _jsonable(v) for k, v in asdict(obj).items()}
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    return obj
-
-
-def _emit(args: argparse.Namespace, payload: Any, text: Callable[[], str]) -> None:
-    print(printable(json.dumps(_jsonable(payload), indent=2, ensure_ascii=False) if args.json else text()))
-
-
-def _describe(m: MemoryVariant) -> str:
-    first = m.provenance[0] if m.provenance else None
-    origin = f"{first.source_query}@{first.source_pos}" if first else "?"
-    return (f"#{m.id} [{m.polarity.value}] {m.namespace} / {m.failure_type}"
-            f"{' / ' + m.failure_subtype if m.failure_subtype else ''}  from {origin}"
-            f" (x{len(m.provenance)})\n    {m.before}\n -> {m.after}")
 
 
 # -- memory ------------------------------------------------------------------------------------
@@ -68,8 +36,14 @@ def _read(path: str):
 def cmd_memory_import(args):
     from .store import import_jsonl, is_postgres_url
     new = not is_postgres_url(args.store) and not Path(args.store).exists()
+    embedder = None
+    if args.encoder != "none":      # embedded now, in the import's transaction: never at the next open
+        from .retrieval.encoders import resolve_encoder
+        from .retrieval.texts import MemoryEmbedder
+        embedder = MemoryEmbedder(resolve_encoder(args.encoder))
+        print(f"importing and embedding with {embedder.name} (the store's recalls must use it too)", file=sys.stderr)
     try:
-        with _open(args.store) as store:
+        with _open(args.store, embedder=embedder) as store:
             ids = import_jsonl(store, args.files)
     except BaseException:
         if new:          # a refused import into a new path leaves no empty store behind
@@ -78,7 +52,7 @@ def cmd_memory_import(args):
                     Path(args.store + suffix).unlink(missing_ok=True)
         raise
     store = redact(args.store, address=args.store)
-    _emit(args, {"imported": len(ids), "ids": ids, "store": store},
+    emit(args, {"imported": len(ids), "ids": ids, "store": store},
           lambda: f"imported {len(ids)} memories into {store}")
 
 
@@ -86,14 +60,14 @@ def cmd_memory_export(args):
     from .store import export_jsonl
     with _read(args.store) as store:
         counts = export_jsonl(store, args.out)
-        _emit(args, {"out": args.out, "files": counts},
+        emit(args, {"out": args.out, "files": counts},
               lambda: "\n".join(f"{Path(args.out) / name}: {n} memories" for name, n in counts.items()))
 
 
 def cmd_memory_stats(args):
     with _read(args.store) as store:
         stats = inert(store.stats())      # its keys are stored labels: no turn marker leaves (as service.stats)
-        _emit(args, stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
+        emit(args, stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
 
 
 def cmd_memory_candidates(args):
@@ -104,8 +78,8 @@ def cmd_memory_candidates(args):
         found = store.candidates(position=args.position, query_id=args.query_id, namespace=args.namespace or "",
                                  scope=scope, polarity=Polarity.parse(args.polarity) if args.polarity else None,
                                  failure_type=args.type)
-        _emit(args, {"count": len(found), "candidates": found},
-              lambda: f"{len(found)} eligible memories\n" + "\n".join(_describe(m) for m in found))
+        emit(args, {"count": len(found), "candidates": found},
+              lambda: f"{len(found)} eligible memories\n" + "\n".join(describe(m) for m in found))
 
 
 def cmd_memory_search(args):
@@ -139,10 +113,10 @@ def cmd_memory_search(args):
                 lines.append(f"pool {p.polarity}: legal {p.legal}, typed {p.typed}, ranked {p.selected}"
                              + (" (fell back to the whole pool)" if p.fell_back else ""))
             for r in ranked:
-                lines.append(f"{r['score']:.3f} (dense {r['dense']:.3f}, bm25 {r['bm25']:.3f}) " + _describe(r["memory"]))
+                lines.append(f"{r['score']:.3f} (dense {r['dense']:.3f}, bm25 {r['bm25']:.3f}) " + describe(r["memory"]))
             return "\n".join(lines)
 
-        _emit(args, {"method": config.name, "results": ranked, "explanation": result.explain()}, text)
+        emit(args, {"method": config.name, "results": ranked, "explanation": result.explain()}, text)
 
 
 # -- memory verbs: the JSON of the MCP server (repairmem.service) on the command line ------------
@@ -214,7 +188,7 @@ def _memory_verb(verb: str):
         with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state,
                          read_only=verb in service.READ_ONLY_VERBS) as memory:
             out = service.VERBS[verb](memory, parsed)
-        _emit(args, out, lambda: _human(verb, out))
+        emit(args, out, lambda: _human(verb, out))
         return 0
     return run
 
@@ -230,7 +204,7 @@ def cmd_mcp(args):
 def cmd_sql_exec(args):
     from .sql.execute import blob_literal, execute_readonly
     result = execute_readonly(args.db, args.sql, timeout_s=args.timeout, max_rows=args.max_rows)
-    _emit(args, result, lambda: (("\t".join(result.columns) + "\n" + "\n".join(
+    emit(args, result, lambda: (("\t".join(result.columns) + "\n" + "\n".join(
         "\t".join("NULL" if v is None else blob_literal(v) if isinstance(v, bytes) else str(v) for v in row)
         for row in result.rows)) if result.ok else f"error: {result.error}"))
     return 0 if result.ok else 1
@@ -244,7 +218,7 @@ def cmd_sql_eval(args):
     payload = {"correct": verdict.correct, "outcome": verdict.outcome, "error": verdict.error,
                "dataset": args.dataset, "pred_rows": len(verdict.pred.rows),
                "note": "execution match on the single database given (no test-suite databases)"}
-    _emit(args, payload, lambda: f"{verdict.outcome.value}" + (f": {verdict.error}" if verdict.error else ""))
+    emit(args, payload, lambda: f"{verdict.outcome.value}" + (f": {verdict.error}" if verdict.error else ""))
     return 0
 
 
@@ -275,7 +249,7 @@ def cmd_sql_run(args):
     options = {"n_threads": args.threads} if args.threads and args.model.startswith("llama:") else {}
     out = run(config, Path(args.out), resume=args.resume, jobs=args.jobs, model_options=options,
               show_progress=not args.json)
-    _emit(args, {"out": str(out)}, lambda: f"run written to {out}")
+    emit(args, {"out": str(out)}, lambda: f"run written to {out}")
     return 0
 
 
@@ -320,7 +294,7 @@ def cmd_agent_report(args):
 def cmd_classify_sql(args):
     from .classify.sql import classify_sql
     diagnosis = classify_sql(Outcome.parse(args.status), args.error, args.sql, question=args.question)
-    _emit(args, diagnosis, lambda: f"{diagnosis.failure_type.value}"
+    emit(args, diagnosis, lambda: f"{diagnosis.failure_type.value}"
           + (f" / {diagnosis.subtype}" if diagnosis.subtype else "") + f"  (rule {diagnosis.rule})")
 
 
@@ -334,7 +308,7 @@ def cmd_classify_terminal(args):
         except OSError as exc:
             raise RepairmemError(f"{args.log}: cannot read log ({exc.strerror})") from None
     diagnosis = classify_terminal(log, command=args.command)
-    _emit(args, diagnosis, lambda: f"{diagnosis.family} / {diagnosis.root_cause}  "
+    emit(args, diagnosis, lambda: f"{diagnosis.family} / {diagnosis.root_cause}  "
           f"(confidence {diagnosis.confidence:.2f}, rule {diagnosis.rule})")
 
 
@@ -348,7 +322,7 @@ def cmd_demo(args):
     with tempfile.TemporaryDirectory(prefix="repairmem-demo-") as tmp:
         summary = run_demo(Path(tmp), model=model, encoder=args.encoder, store=args.store, say=say)
     summary["model"] = how
-    _emit(args, summary, lambda: format_summary(summary, how).lstrip("\n"))
+    emit(args, summary, lambda: format_summary(summary, how).lstrip("\n"))
 
 
 # -- parser ------------------------------------------------------------------------------------
@@ -402,6 +376,7 @@ def _memory_commands(sub) -> None:
     memory = sub.add_parser("memory", help="inspect and move memory stores").add_subparsers(dest="memory_cmd", required=True)
     p = _command(memory, "import", cmd_memory_import, "import positive.jsonl / negative.jsonl files (all or nothing)")
     p.add_argument("--store", required=True)
+    p.add_argument("--encoder", default="default", help="embed the memories now with it (none: at the first open)")
     p.add_argument("files", nargs="+")
     p = _command(memory, "export", cmd_memory_export, "export a store to DIR/positive.jsonl and DIR/negative.jsonl")
     p.add_argument("--store", required=True)

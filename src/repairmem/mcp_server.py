@@ -116,8 +116,10 @@ ATTEMPTS_SCHEMA = {"type": "array", "minItems": 1, "items": {
                    "log": _S, "failure_type": _S, "failure_subtype": _S}}}
 
 
-def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
-    """The MCP server over an open ``Memory`` (the caller closes it)."""
+def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000, unavailable: RepairmemError | None = None):
+    """The MCP server over an open ``Memory`` (the caller closes it); with ``unavailable`` (why the
+    memory could not be opened: a missing encoder, a bad store) every tool answers that error, so
+    the client shows it instead of a closed pipe."""
     from pydantic import Field, WithJsonSchema
 
     cls, major, tool_error = _server_class()
@@ -128,6 +130,8 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
         return tool_error(inert(redact(exc)))
 
     def run(verb: str) -> dict:
+        if unavailable is not None:
+            raise refused(unavailable)
         try:
             return service.VERBS[verb](memory, parsed.get())
         except RepairmemError as exc:
@@ -304,9 +308,14 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
     if transport not in ("stdio", "http"):
         raise RepairmemError(f"unknown transport {transport!r}; expected stdio or http")
     _server_class()                                       # a missing SDK fails before the store is opened
-    memory = Memory.open(store, encoder=encoder, policy=policy, state=state)
+    memory = unavailable = None
     try:
-        server = build_server(memory, host=host, port=port)
+        memory = Memory.open(store, encoder=encoder, policy=policy, state=state)
+    except RepairmemError as exc:      # served as every tool's error: the client can show it
+        unavailable = RepairmemError(f"repairmem could not open its memory: {exc}")
+        print(f"repairmem mcp: {inert(redact(unavailable))}", file=sys.stderr)
+    try:
+        server = build_server(memory, host=host, port=port, unavailable=unavailable)
         if transport == "stdio":
             server.run("stdio")
         elif _server_class()[1] == 1:             # mcp 1.x: host and port are server settings
@@ -317,5 +326,6 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
         else:
             server.run("streamable-http", host=host, port=port)
     finally:
-        memory.close()
+        if memory is not None:
+            memory.close()
     return 0

@@ -53,6 +53,19 @@ def test_candidates_respect_position_query_scope_and_polarity(filled):
     assert [c["namespace"] for c in got["candidates"]] == ["B"]
 
 
+def test_an_import_embeds_now_so_the_next_open_does_not(filled, tmp_path):
+    run_json("memory", "export", "--store", filled, "--out", tmp_path / "out")
+    files = (tmp_path / "out" / "positive.jsonl", tmp_path / "out" / "negative.jsonl")
+    ids = run_json("memory", "import", "--store", tmp_path / "now.db", "--encoder", "hashing", *files)["ids"]
+    later = run_json("memory", "import", "--store", tmp_path / "later.db", "--encoder", "none", *files)["ids"]
+    from repairmem.retrieval.encoders import HashingEncoder
+    name = HashingEncoder().name
+    with open_store(tmp_path / "now.db", read_only=True) as store:
+        assert store.vectors(name, ids)[0] == sorted(ids)             # every memory has its vector already
+    with open_store(tmp_path / "later.db", read_only=True) as store:
+        assert store.vectors(name, later)[0] == []
+
+
 @pytest.mark.parametrize("position", [-5, 10 ** 30])
 def test_candidates_bound_the_position_as_record_does(filled, position):
     code, out, err = run("memory", "candidates", "--store", filled, "--position", position, "--query-id", "q", "--json")

@@ -247,3 +247,20 @@ def test_confirmed_answers_only_an_open_ask(tmp_path):
         return _error(await session.call_tool("feedback", {"recall_id": got["recall_id"], "confirmed": True}))
 
     assert "confirmed answers an ask_feedback recall nobody answered" in anyio.run(_session_run, tmp_path / "m.db", body)
+
+
+def test_a_memory_that_cannot_open_is_every_tools_error_not_a_closed_pipe(tmp_path):
+    """A missing encoder or an unusable store used to end the server at start: the client saw a
+    closed pipe. Now it starts, and each tool says what is wrong (here: the store is a folder)."""
+    folder = tmp_path / "not-a-store"
+    folder.mkdir()
+
+    async def body(session):
+        tools = {t.name for t in (await session.list_tools()).tools}
+        return tools, _error(await session.call_tool("recall", {"query_id": "q", "failure": FAILURE})), \
+            _error(await session.call_tool("stats", {}))
+
+    tools, recall, stats = anyio.run(_session_run, folder, body)
+    assert tools == {"recall", "record", "feedback", "explain", "stats"}
+    for text in (recall, stats):
+        assert "could not open its memory" in text and str(folder) in text, text

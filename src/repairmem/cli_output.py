@@ -1,0 +1,44 @@
+"""What the command line prints: JSON or text, always through ``untrusted.printable`` (stored text
+cannot drive the terminal)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, is_dataclass
+from enum import Enum
+from typing import Any, Callable
+
+from .types import MemoryVariant
+from .untrusted import printable
+
+
+def jsonable(obj: Any) -> Any:
+    if isinstance(obj, bytes):                  # a BLOB from a query: JSON has no bytes
+        return {"blob_hex": obj.hex()}
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, MemoryVariant):
+        from .store.jsonl import variant_to_record
+        return variant_to_record(obj)
+    if is_dataclass(obj):
+        return {k: jsonable(v) for k, v in asdict(obj).items()}
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return obj
+
+
+def emit(args: argparse.Namespace, payload: Any, text: Callable[[], str]) -> None:
+    print(printable(json.dumps(jsonable(payload), indent=2, ensure_ascii=False) if args.json else text()))
+
+
+def describe(m: MemoryVariant) -> str:
+    first = m.provenance[0] if m.provenance else None
+    origin = f"{first.source_query}@{first.source_pos}" if first else "?"
+    return (f"#{m.id} [{m.polarity.value}] {m.namespace} / {m.failure_type}"
+            f"{' / ' + m.failure_subtype if m.failure_subtype else ''}  from {origin}"
+            f" (x{len(m.provenance)})\n    {m.before}\n -> {m.after}")
