@@ -183,7 +183,7 @@ def recall_fresh(path: Path, rec: dict, *, encoder, policy: str | None, position
     with Memory.open(path, encoder=encoder, policy=gate_policy, audit=":memory:") as memory:
         recall = memory.recall(TerminalFailure(rec["command"], rec["log"], project=f"project-{rec['id']}"),
                                query_id=rec["id"], position=position)
-        audit = memory.explain(recall.id) if recall.id.startswith("d") else {}
+        audit = memory.explain(recall.id)
     Path(f"{path}.gate.json").unlink(missing_ok=True)
     return recall, audit
 

@@ -15,6 +15,7 @@ thread, the thread that opened the store (SQLite connections stay on their threa
 """
 
 import contextvars
+import hmac
 import inspect
 import json
 import os
@@ -246,6 +247,41 @@ def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar):
     return Strict
 
 
+TOKEN_ENV = "REPAIRMEM_MCP_TOKEN"     # a secret on the command line would show in `ps`
+
+
+def _loopback(host: str) -> bool:
+    return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
+def _serve_http(server, *, host: str, port: int, token: str) -> None:
+    """The SDK's streamable-HTTP app under uvicorn, behind ``_bearer`` when a token is set."""
+    import uvicorn
+    major = _server_class()[1]
+    if not hasattr(server, "streamable_http_app"):
+        raise RepairmemError("--transport http needs mcp>=1.8 (streamable HTTP)")
+    app = server.streamable_http_app(**({"host": host} if major == 2 else {}))
+    uvicorn.Server(uvicorn.Config(_bearer(app, token) if token else app, host=host, port=port,
+                                  log_level="warning")).run()
+
+
+def _bearer(app, token: str):
+    """``app`` answering 401 to any HTTP request without ``Authorization: Bearer <token>``."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body",
+                            "body": b'{"error": "repairmem: send Authorization: Bearer <the server\'s token>"}'})
+                return
+        await app(scope, receive, send)
+    return guarded
+
+
 def _parse_message(line: str):
     """The SDK's own parse of one JSON-RPC line (``ValueError``-like on a line it refuses)."""
     import mcp.types as types
@@ -307,6 +343,10 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
 
     if transport not in ("stdio", "http"):
         raise RepairmemError(f"unknown transport {transport!r}; expected stdio or http")
+    token = os.environ.get(TOKEN_ENV, "")
+    if transport == "http" and not token and not _loopback(host):
+        raise RepairmemError(f"--host {host} serves the memory beyond this machine: set {TOKEN_ENV} to a secret "
+                             "that every client sends as 'Authorization: Bearer <token>', or serve on 127.0.0.1")
     _server_class()                                       # a missing SDK fails before the store is opened
     memory = unavailable = None
     try:
@@ -318,13 +358,8 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
         server = build_server(memory, host=host, port=port, unavailable=unavailable)
         if transport == "stdio":
             server.run("stdio")
-        elif _server_class()[1] == 1:             # mcp 1.x: host and port are server settings
-            try:
-                server.run("streamable-http")
-            except ValueError as exc:             # before mcp 1.8: stdio and SSE only
-                raise RepairmemError(f"--transport http needs mcp>=1.8 ({exc})") from None
         else:
-            server.run("streamable-http", host=host, port=port)
+            _serve_http(server, host=host, port=port, token=token)
     finally:
         if memory is not None:
             memory.close()

@@ -417,8 +417,8 @@ class Memory:
         accepted = (verified or confirmed) if accepted is None else accepted
         flags = dict(verified=verified, accepted=accepted, correct_abstain=correct_abstain,
                      false_positive=false_positive, rejected=rejected, success=success, confirmed=confirmed)
-        if entry is None and self._gate is not None and isinstance(recall_id, str) and recall_id.startswith("d"):
-            entry = _Open(None, self._gate.reopen(recall_id))
+        if entry is None and self._gate is not None and isinstance(recall_id, str):
+            entry = _Open(None, self._gate.reopen(recall_id))     # decided elsewhere: the audit log knows it
         if entry is None:
             raise InvalidInputError(f"no open recall {recall_id!r}: feedback follows a recall of this Memory, once"
                                     + ("" if self._gate is not None else
@@ -448,9 +448,9 @@ class Memory:
 
     def explain(self, recall_id: str) -> dict:
         """Why a recall injected what it did: the audit record when the gate decided, else the recall."""
-        if self._audit is not None and recall_id.startswith("d"):
-            return self._audit.explain(recall_id)
         entry = self._open.get(recall_id)
+        if self._audit is not None and (entry is None or entry.result is not None):
+            return self._audit.explain(recall_id)       # an unknown id: UnknownDecisionError names it
         if entry is None:
             raise InvalidInputError(f"no recall {recall_id!r} to explain (without a gate only open recalls are kept)")
         return entry.recall.to_dict()

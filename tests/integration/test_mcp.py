@@ -264,3 +264,63 @@ def test_a_memory_that_cannot_open_is_every_tools_error_not_a_closed_pipe(tmp_pa
     assert tools == {"recall", "record", "feedback", "explain", "stats"}
     for text in (recall, stats):
         assert "could not open its memory" in text and str(folder) in text, text
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_http_needs_a_token_beyond_loopback_and_checks_it_when_set(tmp_path):
+    import subprocess
+    import time
+    import urllib.error
+    import urllib.request
+    refused = subprocess.run([sys.executable, "-m", "repairmem", "mcp", "--transport", "http", "--host", "0.0.0.0",
+                              "--store", str(tmp_path / "m.db"), "--encoder", "hashing"],
+                             capture_output=True, text=True, timeout=60,
+                             env={k: v for k, v in os.environ.items() if k != "REPAIRMEM_MCP_TOKEN"})
+    assert refused.returncode == 2 and "REPAIRMEM_MCP_TOKEN" in refused.stderr and not (tmp_path / "m.db").exists()
+
+    port, token = _free_port(), "s3cret-token-for-the-test"
+    proc = subprocess.Popen([sys.executable, "-m", "repairmem", "mcp", "--transport", "http", "--port", str(port),
+                             "--store", str(tmp_path / "m.db"), "--encoder", "hashing"],
+                            env={**os.environ, "REPAIRMEM_MCP_TOKEN": token}, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for _ in range(300):                       # until it listens
+            try:
+                urllib.request.urlopen(urllib.request.Request(url, data=b"{}", method="POST"), timeout=2)
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert status == 401                       # no token, no memory
+
+        async def session_with_token():
+            try:
+                import httpx2 as httpx_mod
+                from mcp.client.streamable_http import streamable_http_client as connect
+                opened = connect(url, http_client=httpx_mod.AsyncClient(
+                    headers={"Authorization": f"Bearer {token}"}, timeout=30))
+            except ImportError:                    # mcp 1.x
+                from mcp.client.streamable_http import streamablehttp_client
+                opened = streamablehttp_client(url, headers={"Authorization": f"Bearer {token}"})
+            with anyio.fail_after(120):
+                async with opened as streams:
+                    async with ClientSession(streams[0], streams[1]) as session:
+                        await session.initialize()
+                        recorded = _payload(await session.call_tool("record", EPISODE))
+                        got = _payload(await session.call_tool("recall", {"query_id": "proj-b/tests",
+                                                                          "failure": FAILURE}))
+                        return recorded, got
+
+        recorded, got = anyio.run(session_with_token)
+        assert got["inject"] is True and got["memory_ids"] == [recorded["memory_id"]]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert token not in (proc.stderr.read() or "")
