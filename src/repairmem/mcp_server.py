@@ -4,8 +4,8 @@ Five tools mirror ``repairmem.service`` (same JSON, same errors): ``recall`` rig
 or test fails, ``feedback`` after the retry, ``record`` when a task is finished and verified,
 ``explain`` and ``stats``; an error reaches the agent without passwords (``addresses.redact``) and
 without turn markers (``untrusted.inert``). Arguments are parsed by ``service`` itself, as on the
-CLI (``Strict``), not by the SDK, which coerces. One ``Memory`` is opened when the server starts and
-closed when it stops; each feedback commits reward and policy update in one transaction of the
+CLI (``Strict``), not by the SDK, which coerces. One ``Memory`` is opened in the background when
+the server starts (``_Opening``: ``initialize`` does not wait for it) and closed when it stops; each feedback commits reward and policy update in one transaction of the
 audit log, so several servers on one store and state lose no update.
 
 Built on the official ``mcp`` Python SDK's high-level server: ``FastMCP`` in mcp 1.x, renamed
@@ -20,6 +20,7 @@ import inspect
 import json
 import os
 import sys
+import threading
 from typing import Annotated, Any
 
 from . import check, service
@@ -117,10 +118,9 @@ ATTEMPTS_SCHEMA = {"type": "array", "minItems": 1, "items": {
                    "log": _S, "failure_type": _S, "failure_subtype": _S}}}
 
 
-def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000, unavailable: RepairmemError | None = None):
-    """The MCP server over an open ``Memory`` (the caller closes it); with ``unavailable`` (why the
-    memory could not be opened: a missing encoder, a bad store) every tool answers that error, so
-    the client shows it instead of a closed pipe."""
+def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
+    """The MCP server over an open ``Memory``, or a callable that returns it (``_Opening``: the
+    memory opening in the background, or raising why it cannot); the caller closes it."""
     from pydantic import Field, WithJsonSchema
 
     cls, major, tool_error = _server_class()
@@ -130,11 +130,11 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000, unavailab
     def refused(exc: RepairmemError):     # the agent reads the message: it names the field, holds no password
         return tool_error(inert(redact(exc)))
 
+    opened = memory if callable(memory) else (lambda: memory)
+
     def run(verb: str) -> dict:
-        if unavailable is not None:
-            raise refused(unavailable)
         try:
-            return service.VERBS[verb](memory, parsed.get())
+            return service.VERBS[verb](opened(), parsed.get())
         except RepairmemError as exc:
             raise refused(exc) from None
 
@@ -348,19 +348,45 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
         raise RepairmemError(f"--host {host} serves the memory beyond this machine: set {TOKEN_ENV} to a secret "
                              "that every client sends as 'Authorization: Bearer <token>', or serve on 127.0.0.1")
     _server_class()                                       # a missing SDK fails before the store is opened
-    memory = unavailable = None
+    opening = _Opening(lambda: Memory.open(store, encoder=encoder, policy=policy, state=state))
     try:
-        memory = Memory.open(store, encoder=encoder, policy=policy, state=state)
-    except RepairmemError as exc:      # served as every tool's error: the client can show it
-        unavailable = RepairmemError(f"repairmem could not open its memory: {exc}")
-        print(f"repairmem mcp: {inert(redact(unavailable))}", file=sys.stderr)
-    try:
-        server = build_server(memory, host=host, port=port, unavailable=unavailable)
+        server = build_server(opening, host=host, port=port)
         if transport == "stdio":
             server.run("stdio")
         else:
             _serve_http(server, host=host, port=port, token=token)
     finally:
-        if memory is not None:
-            memory.close()
+        opening.close()
     return 0
+
+
+class _Opening:
+    """``Memory.open`` in a thread started with the server, so ``initialize`` is answered at once
+    whatever the store's size; calling it waits for the memory. A memory that cannot open (a missing
+    encoder, a bad store) is the error of every call, which the client can show (not a closed pipe)."""
+
+    def __init__(self, open_memory) -> None:
+        self.memory, self.error = None, None
+        self._done = threading.Event()
+        threading.Thread(target=self._open, args=(open_memory,), daemon=True, name="repairmem-open").start()
+
+    def _open(self, open_memory) -> None:
+        try:
+            self.memory = open_memory()
+        except Exception as exc:       # noqa: BLE001 - whatever it was, every call says so
+            detail = str(exc) if isinstance(exc, RepairmemError) else f"{type(exc).__name__}: {exc}"
+            self.error = RepairmemError(f"repairmem could not open its memory: {detail}")
+            print(f"repairmem mcp: {inert(redact(self.error))}", file=sys.stderr)
+        finally:
+            self._done.set()
+
+    def __call__(self):
+        self._done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.memory
+
+    def close(self) -> None:
+        self._done.wait()
+        if self.memory is not None:
+            self.memory.close()

@@ -1,0 +1,83 @@
+"""How long a coding agent waits for ``repairmem mcp``: process start -> ``initialize`` answered,
+and -> the first ``recall`` answered, on a store of N terminal memories imported (and embedded) the
+way a user imports them (``repairmem memory import --encoder E``). The official MCP client over stdio,
+a fresh process per measurement; the memory opens in the background (``mcp_server._Opening``), so
+``initialize`` does not wait for it and the first recall does.
+
+    python benchmarks/mcp_start.py --sizes 1000 --encoder default
+    python benchmarks/mcp_start.py --sizes 1000 100000 --encoder hashing --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+LOG = "E   ModuleNotFoundError: No module named '{m}'"
+
+
+def export_file(path: Path, n: int) -> None:
+    """``n`` terminal memories in the JSONL export format (``store/jsonl.py``), each its own project."""
+    with path.open("w") as out:
+        for i in range(n):
+            out.write(json.dumps({
+                "format_version": 3, "kind": "terminal", "polarity": "+", "namespace": f"proj-{i % 500}",
+                "failure_type": "module_not_found", "failure_subtype": "", "root_cause": "wrong_virtualenv",
+                "question": f"run the tests of proj-{i}", "context": "",
+                "failure_context": "status: EXECUTION_ERROR; error: " + LOG.format(m=f"pkg{i}"),
+                "transition": {"before": f"pytest tests/t{i}", "after": f".venv/bin/python -m pytest tests/t{i}"},
+                "outcome": "CORRECT", "error": "", "signatures": {},
+                "provenance": [{"source_query": f"q{i}", "episode_id": f"bench/{i}", "source_pos": i,
+                                "method": "bench", "namespace": f"proj-{i % 500}"}],
+                "counters": {"uses": 0, "accepted": 0, "rejected": 0, "verified": 0, "false_positives": 0}}) + "\n")
+
+
+async def one_start(store: Path, encoder: str) -> tuple[float, float]:
+    params = StdioServerParameters(command=sys.executable, env=dict(os.environ),
+                                   args=["-m", "repairmem", "mcp", "--store", str(store), "--encoder", encoder])
+    t0 = time.perf_counter()
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            t_init = time.perf_counter() - t0
+            got = await session.call_tool("recall", {"query_id": "probe", "failure": {
+                "command": "pytest tests/", "error": LOG.format(m="pkg7"), "project": "elsewhere"}})
+            assert not (getattr(got, "is_error", None) or getattr(got, "isError", None)), got.content
+            return t_init, time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000])
+    ap.add_argument("--encoder", default="default")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    print(f"| memories | encoder | import (s) | initialize p50 (s) | first recall p50 (s) | runs |")
+    print("|---|---|---|---|---|---|")
+    for n in args.sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            src, store = Path(tmp) / "positive.jsonl", Path(tmp) / "m.db"
+            export_file(src, n)
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "repairmem", "memory", "import", "--store", str(store),
+                            "--encoder", args.encoder, str(src)], check=True, capture_output=True)
+            imported = time.perf_counter() - t
+            runs = [anyio.run(one_start, store, args.encoder) for _ in range(args.repeats)]
+            init = statistics.median(r[0] for r in runs)
+            first = statistics.median(r[1] for r in runs)
+            print(f"| {n:,} | {args.encoder} | {imported:.1f} | {init:.2f} | {first:.2f} | {args.repeats} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
