@@ -317,12 +317,9 @@ def _observations(env: SqlEnvironment, current: _AttemptState) -> str:
 def run_episode(example: Example, position: int, initial: InitialPrediction, *, method: Method, model: ChatModel,
                 schema: str, options: LoopOptions, memory: Memory | None = None, run_id: str = "run",
                 samples: str = "") -> "EpisodeResult":
-    """Run one episode; return its record and the memory its finalization writes (not yet written).
-
-    ``memory`` (the run's ``Memory``: always-inject for the paper rows, a gate for gated rows) is
-    required for methods that retrieve; ``samples`` (schema sample values) is shown to grounded
-    methods only.
-    """
+    """Run one episode; return its record and the memories its finalization writes (not yet written).
+    ``memory``: the run's ``Memory`` (no gate for the paper rows), for methods that retrieve;
+    ``samples`` (schema sample values): shown to grounded methods only."""
     if method.uses_memory and memory is None:
         raise InvalidInputError(f"method {method.name} retrieves memory: pass the Memory of its store")
     if method.uses_memory and memory.gated != (method.gate is not None):
@@ -367,20 +364,8 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
                                   tuple(current.rows))
         current.failure_type, current.failure_subtype = diagnosis.family, diagnosis.root_cause
         calls = []
-        positives, negatives, retrieval_info, recall = (), (), None, None
-        if method.retrieval is not None:
-            recall = memory.recall(SqlFailure(example.question, current.sql, current.verdict_outcome.value,
-                                              current.error or "", database=example.db_id, db_path=example.db_path,
-                                              rows=tuple(current.rows)),
-                                   query_id=query_id, position=position, session=query_id, step=len(attempts))
-            retrieval = recall.retrieval
-            positives, negatives = recall.positives, recall.negatives
-            retrieval_info = {"positive": [s.memory.id for s in retrieval.positives],
-                              "negative": [s.memory.id for s in retrieval.negatives],
-                              "pools": [{k: v for k, v in p.__dict__.items() if k != "candidates"}
-                                        for p in retrieval.pools]}
-            if method.answers:
-                retrieval_info["answer"] = [s.memory.id for s in retrieval.answers]
+        recall, retrieval_info = _recall(memory, method, example, current, position, len(attempts))
+        positives, negatives = (recall.positives, recall.negatives) if recall is not None else ((), ())
         history = [a.view(method.grounded) for a in attempts]
         greedy = options.generation()
         if method.reflections:
@@ -413,54 +398,32 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
         config = options.sampling(query_id, len(attempts), repeats) if sampling else greedy
         answer = call(render_repair, "repair", repair_version, config, (*positives, *negatives))
         sql = extract_sql(answer.text)
-        norm = normalize_sql(sql) if sql else None
-        earlier = next((i for i, a in enumerate(attempts) if a.sql and normalize_sql(a.sql) == norm), None)
-        broken = None
-        if sql is not None and method.negative_guard and earlier is None:
-            if failed_here is None:
-                failed_here = memory.failed_directions(position=position, query_id=query_id, namespace=example.db_id)
-            broken = repeats_failed_direction(sql, failed_here, example.db_id)
-        if sql is None:
-            attempts.append(_AttemptState("", Outcome.EXECUTION_ERROR, "no SQL query found in the answer", raw=answer.text))
-        elif broken is not None:
-            # the negative-memory guard: this direction already failed on this database; do not run it
-            attempts.append(_AttemptState(sql, Outcome.EXECUTION_ERROR, "not run: this query repeats a direction "
-                                          f"that failed before on this database. {lesson(broken.failure_type, broken.failure_subtype)}",
-                                          raw=answer.text, executed=False, failed_direction=broken.id))
-        elif method.grounded and earlier is not None:
-            # the repeat guard: the same query gives the same result; do not spend an execution on it
-            seen = attempts[earlier]
-            attempts.append(replace(seen, raw=answer.text, repeat_of=earlier, same_result_as=None, executed=False,
-                                    failure_type=None, failure_subtype=None))
-        else:
-            attempts.append(_state(sql, env.check(sql), answer.text))
-            attempts[-1].repeat_of = earlier
-            fresh = attempts[-1]
-            if fresh.ok:
-                fresh.same_result_as = next((i for i, a in enumerate(attempts[:-1]) if a.ok and a.rows == fresh.rows
-                                             and a.columns == fresh.columns), None)
+        if sql is not None and method.negative_guard and failed_here is None:
+            failed_here = memory.failed_directions(position=position, query_id=query_id, namespace=example.db_id)
+        attempts.append(_next_attempt(sql, answer.text, attempts, env, method, failed_here, example.db_id))
         repeats += attempts[-1].repeat_of is not None
-        step = {"k": len(attempts) - 1, "failure_type": current.failure_type,
-                "failure_subtype": current.failure_subtype, "retrieved": retrieval_info,
-                "repeat_of": attempts[-1].repeat_of, "executed": attempts[-1].executed,
-                "sampled": sampling, "calls": [c.record() for c in calls]}
-        if method.negative_guard:
-            step["failed_direction"] = attempts[-1].failed_direction
-        if method.answers:   # what the memory cost in the prompt, for the reward accounting of ungated rows too
-            step["memory_tokens"] = recall.tokens if recall is not None else 0
-        if method.gate is not None:
-            feedback = step_feedback(recall, attempts[-1], example.db_path, reward=method.reward)
-            step["gate"] = {"recall": recall.id, "action": recall.action, "injected": list(recall.memory_ids),
-                            "why": recall.why, "feedback": sorted(k for k, v in feedback.items() if v),
-                            "reward": round(memory.feedback(recall.id, **feedback), 6)}
-        steps.append(step)
+        steps.append(_step(method, memory, example, current, attempts[-1], len(attempts) - 1, recall,
+                           retrieval_info, sampling, calls))
 
+    record = _episode_record(example, position, method, attempts, steps, initial)
+    writes = finalized_writes(record, example, schema, method, run_id)
+    episode, memory = writes[0]
+    record["memory"] = None if memory is None else {"polarity": memory.polarity.value,
+                                                    "failure_type": memory.failure_type}
+    if method.answers:
+        record["answer_memory"] = len(writes) > 1
+    return EpisodeResult(record, episode, memory, writes)
+
+
+def _episode_record(example: Example, position: int, method: Method, attempts: list[_AttemptState],
+                    steps: list[dict], initial: InitialPrediction) -> dict[str, Any]:
+    """The episode's record (the final failure classified if no step did)."""
     final = attempts[-1]
     if final.verdict_outcome is not Outcome.CORRECT and final.failure_type is None:
         d = sql_diagnosis(example.question, final.sql, final.verdict_outcome, final.error)
         final.failure_type, final.failure_subtype = d.family, d.root_cause
-    record = {
-        "example_id": query_id, "position": position, "db_id": example.db_id, "method": method.name,
+    return {
+        "example_id": example.example_id, "position": position, "db_id": example.db_id, "method": method.name,
         "initial_correct": attempts[0].verdict_outcome is Outcome.CORRECT,
         "final_correct": final.verdict_outcome is Outcome.CORRECT,
         "attempts": [{"k": i, "sql": a.sql, "outcome": a.verdict_outcome.value, "error": a.error,
@@ -470,13 +433,71 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
         "steps": steps,
         "initial_usage": dict(initial.usage),
     }
-    writes = finalized_writes(record, example, schema, method, run_id)
-    episode, memory = writes[0]
-    record["memory"] = None if memory is None else {"polarity": memory.polarity.value,
-                                                    "failure_type": memory.failure_type}
+
+
+def _recall(memory: Memory | None, method: Method, example: Example, current: _AttemptState, position: int,
+            step: int) -> tuple[Recall | None, dict | None]:
+    """The step's recall for the current failure (None for methods without retrieval) and what its
+    record keeps of the retrieval: pool ids and sizes."""
+    if method.retrieval is None:
+        return None, None
+    recall = memory.recall(SqlFailure(example.question, current.sql, current.verdict_outcome.value,
+                                      current.error or "", database=example.db_id, db_path=example.db_path,
+                                      rows=tuple(current.rows)),
+                           query_id=example.example_id, position=position, session=example.example_id, step=step)
+    retrieval = recall.retrieval
+    info = {"positive": [s.memory.id for s in retrieval.positives],
+            "negative": [s.memory.id for s in retrieval.negatives],
+            "pools": [{k: v for k, v in p.__dict__.items() if k != "candidates"} for p in retrieval.pools]}
     if method.answers:
-        record["answer_memory"] = len(writes) > 1
-    return EpisodeResult(record, episode, memory, writes)
+        info["answer"] = [s.memory.id for s in retrieval.answers]
+    return recall, info
+
+
+def _next_attempt(sql: str | None, raw: str, attempts: list[_AttemptState], env: SqlEnvironment, method: Method,
+                  failed_here, db_id: str) -> _AttemptState:
+    """The attempt the model's answer makes, through the guards: no SQL; a direction that failed
+    before on this database (not run); a repeat of an earlier attempt (grounded: not run again)."""
+    norm = normalize_sql(sql) if sql else None
+    earlier = next((i for i, a in enumerate(attempts) if a.sql and normalize_sql(a.sql) == norm), None)
+    broken = None
+    if sql is not None and method.negative_guard and earlier is None:
+        broken = repeats_failed_direction(sql, failed_here, db_id)
+    if sql is None:
+        return _AttemptState("", Outcome.EXECUTION_ERROR, "no SQL query found in the answer", raw=raw)
+    if broken is not None:
+        # the negative-memory guard: this direction already failed on this database; do not run it
+        return _AttemptState(sql, Outcome.EXECUTION_ERROR, "not run: this query repeats a direction that failed "
+                             f"before on this database. {lesson(broken.failure_type, broken.failure_subtype)}",
+                             raw=raw, executed=False, failed_direction=broken.id)
+    if method.grounded and earlier is not None:
+        # the repeat guard: the same query gives the same result; do not spend an execution on it
+        return replace(attempts[earlier], raw=raw, repeat_of=earlier, same_result_as=None, executed=False,
+                       failure_type=None, failure_subtype=None)
+    fresh = _state(sql, env.check(sql), raw)
+    fresh.repeat_of = earlier
+    if fresh.ok:
+        fresh.same_result_as = next((i for i, a in enumerate(attempts) if a.ok and a.rows == fresh.rows
+                                     and a.columns == fresh.columns), None)
+    return fresh
+
+
+def _step(method: Method, memory: Memory | None, example: Example, current: _AttemptState, new: _AttemptState,
+          k: int, recall: Recall | None, retrieval_info, sampling: bool, calls) -> dict[str, Any]:
+    """The record of one repair step; a gated method's feedback for it is sent here."""
+    step = {"k": k, "failure_type": current.failure_type, "failure_subtype": current.failure_subtype,
+            "retrieved": retrieval_info, "repeat_of": new.repeat_of, "executed": new.executed,
+            "sampled": sampling, "calls": [c.record() for c in calls]}
+    if method.negative_guard:
+        step["failed_direction"] = new.failed_direction
+    if method.answers:   # what the memory cost in the prompt, for the reward accounting of ungated rows too
+        step["memory_tokens"] = recall.tokens if recall is not None else 0
+    if method.gate is not None:
+        feedback = step_feedback(recall, new, example.db_path, reward=method.reward)
+        step["gate"] = {"recall": recall.id, "action": recall.action, "injected": list(recall.memory_ids),
+                        "why": recall.why, "feedback": sorted(k for k, v in feedback.items() if v),
+                        "reward": round(memory.feedback(recall.id, **feedback), 6)}
+    return step
 
 
 def step_feedback(recall: Recall, attempt: "_AttemptState", db_path, *, reward: str = "review") -> dict[str, bool]:
