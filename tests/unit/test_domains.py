@@ -154,3 +154,20 @@ def test_the_failure_text_has_one_name_across_verbs_and_outcomes_take_an_agents_
         "CORRECT", "EXECUTION_ERROR", "CORRECT", "EXECUTION_ERROR"]
     with pytest.raises(InvalidInputError, match="say its kind"):
         Episode("e", "q", 0, "ns", "t", (Attempt("make", "CORRECT"),), finalized=True)
+
+
+def test_a_failed_terminal_direction_is_shown_as_a_warning_where_the_gate_allows(tmp_path):
+    """Terminal failed directions were stored and never shown (k_negative was 0, and the payload
+    text left them out while their ids were counted as injected)."""
+    fixed = Episode("e1", "proj-a/t1", 0, "proj-a", "run the tests", (
+        Attempt("pytest tests/", "EXECUTION_ERROR", NO_REQUESTS),
+        Attempt(".venv/bin/python -m pytest tests/", "CORRECT")), kind="terminal", finalized=True)
+    failed = Episode("e2", "proj-a/t2", 1, "proj-a", "run the tests", (
+        Attempt("pytest tests/", "EXECUTION_ERROR", NO_REQUESTS),
+        Attempt("sudo pip install requests", "EXECUTION_ERROR", PEP668)), kind="terminal", finalized=True)
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:
+        positive, negative = memory.record(fixed), memory.record(failed)
+        got = memory.recall(TerminalFailure("pytest tests/", NO_REQUESTS, project="proj-a"), query_id="proj-a/t3")
+    assert set(got.memory_ids) == {positive.id, negative.id}
+    assert got.text.count("<<<END MEMORY") == 2 and "did NOT work" in got.text
+    assert "sudo pip install requests" in got.text.split("<<<MEMORY 2>>>")[1]

@@ -18,9 +18,10 @@ from ..gate.actions import Action, render
 from ..gate.features import signature_memory_dict
 from ..retrieval.hybrid import RetrievalConfig, RetrievalQuery
 from ..types import Episode, MemoryVariant, memory_from_episode
+from ..untrusted import untrusted
 from .base import Diagnosis, Shown, Situation
 
-TERMINAL_RETRIEVAL = RetrievalConfig("terminal", k_positive=5, k_negative=0, type_mode="reliability",
+TERMINAL_RETRIEVAL = RetrievalConfig("terminal", k_positive=5, k_negative=2, type_mode="reliability",
                                      reliable_types=frozenset())
 # the JSON fields of a terminal failure and whether each is required
 # ``error`` is ``log``'s other name, the one ``record``'s attempts and SQL failures use: send one of them
@@ -55,10 +56,21 @@ def terminal_memory_fields(log: str, command: str | None) -> dict:
 
 
 def show_payload(payload, positives: Sequence[MemoryVariant], negatives: Sequence[MemoryVariant]) -> Shown:
-    """The gate payload's text (``payload``: None without a gate: everything, as high recall)."""
+    """The gate payload's text (``payload``: None without a gate: everything, as high recall), then
+    each failed direction it carries (``Memory`` passes them where the gate allows: high recall, or
+    no gate) as a warning block, numbered on from the payload's."""
     text = "" if not positives else payload.text if payload is not None else \
         render(Action.HIGH_RECALL, list(positives)).text
-    return Shown(tuple(positives), tuple(negatives), text)
+    first = text.count("<<<END MEMORY") + 1
+    warnings = [failed_direction_block(m, first + i) for i, m in enumerate(negatives)]
+    return Shown(tuple(positives), tuple(negatives), "\n".join(t for t in (text, *warnings) if t))
+
+
+def failed_direction_block(memory: MemoryVariant, index: int) -> str:
+    """A direction that was tried for this kind of failure and did not work: what not to repeat."""
+    body = (f"Tried before for {memory.failure_type} / {memory.root_cause or 'unknown'} and it did NOT work "
+            f"(do not repeat it): {memory.after}" + (f"\nIt failed with: {memory.error}" if memory.error else ""))
+    return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
 
 @dataclass(frozen=True)
