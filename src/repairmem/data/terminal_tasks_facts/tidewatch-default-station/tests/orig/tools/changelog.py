@@ -15,5 +15,5 @@ for path in changed:
         missing.append((path, module))
 for path, module in missing:
     print(f"check: {path} changed since {tag} but CHANGES.md has no entry for it: add a line "
-          f"'- {module}: <what changed>' under '## Unreleased'")
+          f"'- {module}: <what changed>' right below the '## Unreleased' heading")
 sys.exit(1 if missing else 0)
