@@ -496,8 +496,9 @@ def _agent_commands(sub) -> None:
     agent = sub.add_parser("agent", help="the terminal agent with sparse in-context experience").add_subparsers(dest="agent_cmd", required=True)
     p = _command(agent, "run", cmd_agent_run, "run a memory variant of the terminal agent over a task suite (resumable)")
     p.add_argument("--tasks", help="task folder (default: the bundled suite named by --suite)")
-    p.add_argument("--suite", help="a bundled suite by name: default (nine task families) or siblings (four small "
-                   "projects, each with one quirk that recurs across its sibling tasks)")
+    p.add_argument("--suite", help="a bundled suite by name: default (nine task families), siblings (four small "
+                   "projects, each with one quirk that recurs across its sibling tasks) or facts (six small projects: "
+                   "a fully specified edit plus one recurring house fact, checked apart)")
     p.add_argument("--model", default="llama:qwen2.5-coder-0.5b")
     p.add_argument("--memory", default="none", help="ladder rung: none, reasoning, history, combined, "
                    "trajectory_window, sparse_compact, sparse_compact_seeded, sparse_compact_gated")

@@ -130,7 +130,7 @@ def test_agent_run_takes_a_suite_by_name(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["solved_by_pass"] == [1]
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["config"]["tasks_dir"] == str(bundled_tasks_dir("siblings"))
-    for extra, message in [(["--suite", "nope"], "unknown task suite 'nope'; bundled suites: default, siblings"),
+    for extra, message in [(["--suite", "nope"], "unknown task suite 'nope'; bundled suites: default, siblings, facts"),
                            (["--suite", "siblings", "--tasks", str(tmp_path)], "give one")]:
         assert main(argv + extra + ["--out", str(tmp_path / "refused")]) == 2
         assert message in json.loads(capsys.readouterr().out)["error"]

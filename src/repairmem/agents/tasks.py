@@ -94,8 +94,10 @@ class TaskSpec:
 
 
 # Suites shipped with the package, by name (``repairmem agent run --suite NAME``): ``default``, nine
-# task families; ``siblings``, four small projects whose one quirk recurs across sibling tasks.
-BUNDLED_SUITES = {"default": "terminal_tasks", "siblings": "terminal_tasks_siblings"}
+# task families; ``siblings``, four small projects whose one quirk recurs across sibling tasks;
+# ``facts``, six small projects whose tasks are fully specified edits plus one recurring house fact,
+# checked apart by the verifier (its README says how).
+BUNDLED_SUITES = {"default": "terminal_tasks", "siblings": "terminal_tasks_siblings", "facts": "terminal_tasks_facts"}
 
 
 def bundled_tasks_dir(name: str = "default") -> Path:

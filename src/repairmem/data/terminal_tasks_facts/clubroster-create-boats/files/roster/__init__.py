@@ -1,0 +1,1 @@
+"""clubroster: the membership database of a rowing club."""

@@ -1,0 +1,1 @@
+CREATE TABLE fees (id INTEGER PRIMARY KEY, member_id INTEGER NOT NULL REFERENCES members(id), amount REAL NOT NULL);

@@ -1,0 +1,40 @@
+"""base: geokit/settings.py sets EARTH_RADIUS_KM = 6378.137, the other settings as shipped, and `python3 -m geokit 48.8566 2.3522 51.5074 -0.1278` shows it."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+
+def need(condition, message):
+    """Stop with ``message`` as the one-line reason when ``condition`` is false."""
+    if not condition:
+        sys.exit(message)
+
+
+def run(*argv):
+    """Run a command in the workspace; its exit code and its output (stdout and stderr)."""
+    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
+    return done.returncode, done.stdout + done.stderr
+
+
+def constants(path):
+    """The top-level ``NAME = literal`` assignments of a Python file, by name."""
+    found = {}
+    for node in ast.parse(Path(path).read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                found[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return found
+
+
+for path, wanted in {'geokit/settings.py': {'EARTH_RADIUS_KM': 6378.137, 'KM_PER_MILE': 1.609344, 'DEFAULT_UNIT': 'km', 'DECIMALS': 1, 'ROUND_TRIP': False}}.items():
+    need(Path(path).is_file(), f"{path} is missing")
+    values = constants(path)
+    for key, value in wanted.items():
+        need(values.get(key) == value, f"{path}: {key} is {values.get(key)!r}, not {value!r}")
+code, out = run(*['python3', '-m', 'geokit', '48.8566', '2.3522', '51.5074', '-0.1278'])
+need(code == 0, "`python3 -m geokit 48.8566 2.3522 51.5074 -0.1278` failed: " + " ".join(out.split())[-200:])
+for line in ['343.9 km']:
+    need(line in out.splitlines(), f"`python3 -m geokit 48.8566 2.3522 51.5074 -0.1278` printed no line {line!r}")

@@ -1,0 +1,1 @@
+"""geokit: great-circle distances."""

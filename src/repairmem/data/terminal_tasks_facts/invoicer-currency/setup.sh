@@ -1,0 +1,3 @@
+set -e
+chmod +x dev
+python3 tools/regen.py > /dev/null

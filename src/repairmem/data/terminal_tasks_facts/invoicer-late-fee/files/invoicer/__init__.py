@@ -1,0 +1,1 @@
+"""invoicer: print invoices for order files."""

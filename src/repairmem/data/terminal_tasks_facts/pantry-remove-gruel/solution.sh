@@ -1,0 +1,5 @@
+set -e
+# base
+rm recipes/gruel.txt
+# fact
+sed -i '/^gruel$/d' recipes/INDEX

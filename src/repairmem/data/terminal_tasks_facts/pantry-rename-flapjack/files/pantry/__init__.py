@@ -1,0 +1,1 @@
+"""pantry: scale recipes for a number of servings."""

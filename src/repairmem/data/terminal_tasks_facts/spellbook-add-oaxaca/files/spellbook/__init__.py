@@ -1,0 +1,1 @@
+"""spellbook: word lists for a spell checker."""

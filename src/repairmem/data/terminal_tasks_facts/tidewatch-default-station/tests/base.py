@@ -1,0 +1,40 @@
+"""base: tidewatch/stations.py sets DEFAULT_STATION = 'cherbourg', the other settings as shipped, and `python3 -m tidewatch` shows it."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+
+def need(condition, message):
+    """Stop with ``message`` as the one-line reason when ``condition`` is false."""
+    if not condition:
+        sys.exit(message)
+
+
+def run(*argv):
+    """Run a command in the workspace; its exit code and its output (stdout and stderr)."""
+    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
+    return done.returncode, done.stdout + done.stderr
+
+
+def constants(path):
+    """The top-level ``NAME = literal`` assignments of a Python file, by name."""
+    found = {}
+    for node in ast.parse(Path(path).read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                found[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return found
+
+
+for path, wanted in {'tidewatch/units.py': {'DEFAULT_UNIT': 'm', 'FEET_PER_METRE': 3.28084}, 'tidewatch/stations.py': {'DEFAULT_STATION': 'cherbourg'}, 'tidewatch/report.py': {'DECIMALS': 2, 'HIGH_WATER_MARK': 5.5}}.items():
+    need(Path(path).is_file(), f"{path} is missing")
+    values = constants(path)
+    for key, value in wanted.items():
+        need(values.get(key) == value, f"{path}: {key} is {values.get(key)!r}, not {value!r}")
+code, out = run(*['python3', '-m', 'tidewatch'])
+need(code == 0, "`python3 -m tidewatch` failed: " + " ".join(out.split())[-200:])
+for line in ['Tides at cherbourg', '04:05 high 5.97 m  !']:
+    need(line in out.splitlines(), f"`python3 -m tidewatch` printed no line {line!r}")

@@ -1,0 +1,1 @@
+"""tidewatch: the day's tides for a harbour."""
