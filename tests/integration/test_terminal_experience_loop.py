@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from repairmem.agents.terminal import Experience, run_agent
+from dataclasses import replace
+
+from repairmem.agents.terminal import Experience, format_report, run_agent, summarize
 from repairmem.gate import AuditLog
 from repairmem.retrieval.encoders import HashingEncoder
 from tests.integration.test_terminal_agent_loop import (FINISH, ScriptedModel, cmd, make_task, record_then_replay,
@@ -84,3 +86,20 @@ def test_a_scheduled_hint_stays_in_its_project_and_the_gate_judges_it_by_the_tas
     assert decision["reward"] == hint["gate"]["reward"] > 0                          # the reward reached the policy
     saved = sorted((gated / "gates").glob("*.json"), key=lambda p: int(p.stem))
     assert json.loads(saved[-1].read_text())["state"]["t"] >= 1
+
+
+def test_cross_project_hints_are_shown_only_when_asked_for_and_say_so_and_are_counted(tmp_path):
+    root = tmp_path / "tasks"
+    project_task(root, "a-first", "quill", "ok")
+    project_task(root, "c-elsewhere", "tally", "yes")
+    config = replace(run_config(root, "sparse_compact", max_steps=6), cross_project=True)
+    run = run_agent(config, tmp_path / "across", model=ScriptedModel(solve_first), encoder=HashingEncoder(256))
+    elsewhere = {r["task_id"]: r for r in records_of(run)}["c-elsewhere"]
+    hint = elsewhere["steps"][3]["hint"]
+    assert hint["cross_project"] is True and hint["source_project"] == "quill" and not hint["vetoed"]
+    assert "(project quill, another project: its files and commands may not exist here)" in hint["text"]
+    assert elsewhere["hints_cross_project"] == 1
+    assert json.loads((run / "run.json").read_text())["config"]["cross_project"] is True
+    summary = summarize(run)
+    assert summary["hints_cross_project"] == 1
+    assert "Shown hints from another project: sparse_compact 1" in format_report([summary])

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from repairmem.agents.terminal import Experience, render_hint_body
+from repairmem.agents.terminal import AgentRunConfig, Experience, render_hint_body
 from repairmem.agents.terminal.effects import MAX_LISTED, changed, snapshot
 from repairmem.agents.terminal.experience import archived_steps
 from repairmem.classify.terminal import Signatures
+from repairmem.errors import InvalidInputError
 from repairmem.gate.actions import INJECTING
 from repairmem.gate.features import INDEX, QueryProfile, extract_features
 from repairmem.gate.policies import make_policy
@@ -178,3 +179,13 @@ def test_a_fresh_rscb_mc_gate_shows_a_scheduled_hint_of_the_same_project_and_ref
     assert policy.override_flags(other) == 32                    # the namespace check replaces the structural one
     assert policy.override_flags(unlike) == 1                    # the step's context does not match
     assert policy.decide(other).action not in INJECTING
+
+
+def test_the_cross_project_option_is_validated_and_recorded_only_when_on(tmp_path):
+    with pytest.raises(InvalidInputError, match="cross-project"):
+        AgentRunConfig(tasks_dir=str(tmp_path), model="m", memory="none", cross_project=True)
+    with pytest.raises(InvalidInputError, match="cross_project"):
+        AgentRunConfig(tasks_dir=str(tmp_path), model="m", memory="sparse_compact", cross_project="yes")
+    assert "cross_project" not in AgentRunConfig(tasks_dir=str(tmp_path), model="m", memory="sparse_compact").to_json()
+    assert AgentRunConfig(tasks_dir=str(tmp_path), model="m", memory="sparse_compact",
+                          cross_project=True).to_json()["cross_project"] is True
