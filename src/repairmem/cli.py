@@ -280,7 +280,7 @@ def cmd_agent_run(args):
                           task_ids=tuple(t for t in args.task_ids.split(",") if t) if args.task_ids else None,
                           max_steps=args.max_steps, sandbox=args.sandbox, keep_workspaces=args.keep_workspaces,
                           threads=args.threads, json_out=args.json, grounded=args.grounded,
-                          write_file=args.write_file, suite=args.suite)
+                          write_file=args.write_file, suite=args.suite, cross_project=args.cross_project)
 
 
 def cmd_agent_report(args):
@@ -520,6 +520,9 @@ def _agent_commands(sub) -> None:
     p.add_argument("--write-file", action="store_true",
                    help="with --grounded: the loop's v5, which adds a write_file tool and draws an empty sampled "
                         "reply again (it verified fewer tasks than the default v4 with the 1.5B model)")
+    p.add_argument("--cross-project", action="store_true",
+                   help="rungs with memory: hints may come from other projects' tasks too (each says so, and "
+                        "the run counts them); by default a task sees only its own project's verified steps")
     p = _command(agent, "report", cmd_agent_report, "pass@k table, per-task outcomes, steps and tokens of agent runs")
     p.add_argument("run_dir", nargs="+", help="run folders (or their packed copies), or folders of runs; one "
                    "table row per run")

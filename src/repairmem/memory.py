@@ -307,6 +307,9 @@ class Memory:
         else:
             extra = {} if not situation.lead_evidence else dict(
                 namespace=ns, similarity={s.memory.id: s.dense for s in found.answers}, step=step or 0)
+            if extra and situation.task:      # memory for a task: judged by the task (QueryProfile.by_task)
+                extra.update(by_task=True, similarity={**extra["similarity"],
+                                                       **self._task_similarity(situation.task, found.positives)})
             profile = QueryProfile(query_id, diagnosis.family, diagnosis.root_cause, diagnosis.confidence, signatures,
                                    token_budget=self._token_budget, kind=domain.kind, database=situation.identifiers,
                                    **extra)
@@ -332,6 +335,13 @@ class Memory:
         if len(self._open) > MAX_OPEN_RECALLS:    # feedback that never came (live use); oldest first
             del self._open[next(iter(self._open))]
         return recall
+
+    def _task_similarity(self, task: str, scored) -> dict[int, float]:
+        """The cosine of ``task`` and each candidate's question (its task), by memory id."""
+        if not scored:
+            return {}
+        vectors = self._index.encoder.encode([task, *(s.memory.question for s in scored)])
+        return {s.memory.id: float(vectors[0] @ vectors[i]) for i, s in enumerate(scored, 1)}
 
     @staticmethod
     def _show(domain: Domain, action: Action, payload, found, situation):

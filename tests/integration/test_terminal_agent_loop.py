@@ -203,7 +203,7 @@ def test_commands_time_out_and_the_task_has_a_wall_clock_limit(tmp_path, tasks_d
 
 def seeded_archive() -> Experience:
     archive = Experience.open(":memory:", HashingEncoder(256))
-    archive.add_verified({"task_id": "old-task", "reward": 1.0, "instruction": "Count lines of a file.",
+    archive.add_verified({"task_id": "old-task", "project": "test", "reward": 1.0, "instruction": "Count lines of a file.",
                           "steps": [{"t": 0, "action": "command", "command": "wc -l < readme.txt > count.txt",
                                      "reasoning": "count the lines", "observation": "exit code: 0\n(no output)"}]},
                          "seed-run", 0)

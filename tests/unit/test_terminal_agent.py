@@ -211,10 +211,11 @@ def test_a_task_never_sees_its_own_steps_and_sees_only_earlier_positions():
     archive.add_verified(record("sql", 1.0, ["sqlite3 shop.db create index orders customer"]), "seed", 0)
     archive.add_verified(record("git", 1.0, ["git reflog show feature branch recover"]), "r", 5)
     query = "reason sqlite3 shop.db create index orders customer"
-    assert archive.nearest(query, task_id="sql", position=9).step.task_id == "git"   # its own step is excluded
-    assert archive.nearest(query, task_id="other", position=9).step.task_id == "sql"
-    assert archive.nearest(query, task_id="other", position=5).step.task_id == "sql"  # git (at 5) is not yet seen
-    assert archive.nearest(query, task_id="other", position=0) is None
+    near = dict(project="terminal")      # the records name no project or family: the archive's default
+    assert archive.nearest(query, task_id="sql", position=9, **near).step.task_id == "git"   # its own step is excluded
+    assert archive.nearest(query, task_id="other", position=9, **near).step.task_id == "sql"
+    assert archive.nearest(query, task_id="other", position=5, **near).step.task_id == "sql"  # git (at 5) not yet seen
+    assert archive.nearest(query, task_id="other", position=0, **near) is None
 
 
 def test_steps_remember_the_context_they_acted_on():
@@ -226,23 +227,26 @@ def test_steps_remember_the_context_they_acted_on():
 
 def test_nearest_is_exact_cosine_k1():
     archive = Experience.open(":memory:", HashingEncoder(256))
-    assert archive.nearest("anything", task_id="q", position=10) is None
+    assert archive.nearest("anything", task_id="q", position=10, project="terminal") is None
     archive.add_verified(record("git", 1.0, ["git reflog show feature branch recover"]), "r", 0)
     archive.add_verified(record("sql", 1.0, ["sqlite3 shop.db create index orders customer"]), "r", 1)
     query = "reason sqlite3 shop.db create index orders customer"
-    found = archive.nearest(query, task_id="q", position=10)
+    found = archive.nearest(query, task_id="q", position=10, project="terminal")
     step, score = found.step, found.score
     key, q = HashingEncoder(256).encode([step.key_text(), query])
     assert step.task_id == "sql" and score == pytest.approx(float(key @ q), abs=1e-5) and score > 0.5
-    assert archive.nearest("git reflog feature branch", task_id="q", position=10).step.task_id == "git"
+    assert archive.nearest("git reflog feature branch", task_id="q", position=10,
+                           project="terminal").step.task_id == "git"
 
 
 def test_hint_representations():
     archive = Experience.open(":memory:", HashingEncoder(64))
     archive.add_verified(record("a", 1.0, ["c0", "c1", "c2", "c3"], instruction="fix the repo"), "r", 0)
     step = archive.trajectory_of(steps_from_record(record("a", 1.0, ["c0"]), "r")[0])[2]
-    compact = render_hint_body(step, "compact", archive)
-    assert compact == ("- Similar task: fix the repo\n  Context: exit code: 0 out c1\n  Useful next command: c2")
+    compact = render_hint_body(step, "compact", archive, project="terminal")
+    assert compact == ("- Similar task (project terminal): fix the repo\n  Context: exit code: 0 out c1\n"
+                       "  Established: succeeded: out c2\n  Useful next command: c2\n"
+                       "  Adapt it to this task; do not copy it: this task's files, names and values differ.")
     full = render_hint_body(step, "full_step", archive)
     assert "Reasoning: reason c2" in full and "Output: exit code: 0\nout c2" in full
     window = render_hint_body(step, "window", archive)

@@ -15,6 +15,8 @@ One folder per task, named by its id::
 
     [metadata]
     category = "git"          # the task family
+    project = "quillnotes"    # the project the workspace is (default: the category); the
+                              # terminal agent's experience stays inside it (``experience``)
     difficulty = "easy"
     tags = ["reflog"]
     [agent]
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..check import check_number
+from ..check import check_label, check_number
 from ..errors import InvalidInputError
 
 TASK_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -65,6 +67,11 @@ class TaskSpec:
     verifier_timeout_s: float
     setup_timeout_s: float
     expects: tuple[str, ...] = ()
+    project: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.project:
+            object.__setattr__(self, "project", self.family)
 
     @property
     def files_dir(self) -> Path | None:
@@ -165,6 +172,7 @@ def load_task(path: str | Path) -> TaskSpec:
         raise InvalidInputError(f"task {task_id}: {tests} needs verify.sh or test_*.py")
     if not (path / "setup.sh").is_file() and not (path / "files").is_dir():
         raise InvalidInputError(f"task {task_id}: {path} needs setup.sh or files/ to build the workspace")
+    project = check_label(metadata.get("project", family), "[metadata] project", where=str(meta_file))
     tags = metadata.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise InvalidInputError(f"{meta_file}: [metadata] tags must be a list of strings")
@@ -174,7 +182,7 @@ def load_task(path: str | Path) -> TaskSpec:
         agent_timeout_s=_positive(meta, "agent", DEFAULT_AGENT_TIMEOUT_S, meta_file),
         verifier_timeout_s=_positive(meta, "verifier", DEFAULT_VERIFIER_TIMEOUT_S, meta_file),
         setup_timeout_s=_positive(meta, "setup", DEFAULT_SETUP_TIMEOUT_S, meta_file),
-        expects=_expects(meta, meta_file),
+        expects=_expects(meta, meta_file), project=project,
     )
 
 

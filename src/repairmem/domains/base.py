@@ -35,12 +35,16 @@ class Situation:
     """Where a failure happens: its namespace, the names its environment has (SQL: the database's
     ``table:x`` / ``column:y``; None when unknown), the check that answers ``ask_feedback`` (None:
     nobody to ask), and whether the gate is told the call's step, the lead's namespace and its
-    question similarity (features 18-20; a domain whose models were learned without them says no)."""
+    question similarity (features 18-20; a domain whose models were learned without them says no).
+    ``task``: a call that asks for memory for a task rather than after a failure (the terminal
+    agent's scheduled hint) names the task here; with ``lead_evidence`` the gate then judges each
+    candidate by its task's similarity to this one (``QueryProfile.by_task``)."""
 
     namespace: str
     identifiers: frozenset[str] | None = None
     confirm: Confirm | None = None
     lead_evidence: bool = False
+    task: str = ""
 
 
 @dataclass(frozen=True)

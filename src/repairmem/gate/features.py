@@ -22,7 +22,9 @@ with the most evidence of applying (see ``FeatureExtractor``): by default the re
  5   family_confidence                c_q * agree(lead): c_q the classifier's confidence; agree   [0, 1]
                                       = 1 when the lead memory has the query's family and (known)
                                       root cause, 0.5 when the family agrees and either root cause
-                                      is "unknown", 0 otherwise
+                                      is "unknown", 0 otherwise. By task (below): the lead's
+                                      dense cosine to the query, clipped to [0, 1] (the step's
+                                      context: nothing failed, no family to agree with)
  6   entity_match_ratio               Jaccard of the typed entities (query vs lead memory)        [0, 1]
  7   command_signature_match          Jaccard of the command-signature tokens                     [0, 1]
  8   path_signature_match             Jaccard of the normalised paths                             [0, 1]
@@ -53,12 +55,22 @@ with the most evidence of applying (see ``FeatureExtractor``): by default the re
 20   lead_question_similarity         the cosine of the current question and the lead's, as       [-1, 1]
                                       retrieval measured it (``QueryProfile.similarity``, by
                                       memory id; 0 when not measured: a transition's text is a
-                                      failure, not a question)
+                                      failure, not a question). By task: the cosine of the
+                                      current task's instruction and the lead's
 21   lead_is_answer                   1 when the lead is an answer memory (a question and its      {0, 1}
-                                      verified query, ``types.ANSWER``), 0 for a transition.
-                                      Negative memories (failed directions) are never the lead:
-                                      they ride with high_recall_retrieval only
+                                      verified query, ``types.ANSWER``), or the call is by task;
+                                      0 for a transition. Negative memories (failed directions)
+                                      are never the lead: they ride with high_recall_retrieval only
 ===  ===============================  =========================================================  ==============
+
+By task (``QueryProfile.by_task``): a call that asks for memory for a task rather than after a
+failure - the terminal agent's hint that comes due on its schedule, often after a command that
+succeeded - is judged as an answer memory is: the retrieval top-1 leads with agreement 1 (there is
+no failure family to agree with), family_confidence is the lead's dense cosine (the step's
+context), lead_same_namespace says whether the lead is from the task's project,
+lead_question_similarity is the instruction's cosine with the lead's task, and lead_is_answer is
+1, so RSCB-MC's evidence is context + instruction similarity and its structural check is the
+namespace check (``policies.rscb_mc``).
 
 Features 0-15 are the review's sixteen; 16-21 are ours. A caller that gives no step, namespace
 or similarity (the terminal gate, the gate benchmark) leaves 18-21 at 0, so models learned on
@@ -87,7 +99,7 @@ from typing import Mapping, Sequence
 
 from ..classify.sql_signatures import identifiers as sql_identifiers, sql_signatures
 from ..classify.terminal import Signatures, TerminalDiagnosis, classify_terminal
-from ..check import check_int, check_number
+from ..check import check_bool, check_int, check_number
 from ..errors import InvalidInputError
 from ..types import ANSWER, Counters, MemoryVariant
 from .actions import LATENCY_BASE_MS, LATENCY_PER_TOKEN_MS, estimate_tokens, render_resolution
@@ -123,6 +135,7 @@ class QueryProfile:
     ``database``: for SQL, the identifiers of the current database (``table:x``, ``column:y``), which
     schema compatibility checks a memory against; None when unknown (nothing is checked).
     ``step``, ``namespace`` and ``similarity`` (memory id -> question cosine) feed features 18-20.
+    ``by_task``: the call asks for memory for a task, not after a failure (module doc, "By task").
     """
 
     query_id: str
@@ -137,12 +150,14 @@ class QueryProfile:
     step: int = 0
     namespace: str = ""
     similarity: Mapping[int, float] | None = None
+    by_task: bool = False
 
     def __post_init__(self) -> None:
         where = f"query {self.query_id}"
         check_number(self.confidence, "confidence", low=0.0, high=1.0, where=where)
         for name in ("session_rejections", "token_budget", "step"):
             check_int(getattr(self, name), name, low=0, where=where)
+        check_bool(self.by_task, "by_task", where=where)
         if self.kind not in ("sql", "terminal"):
             raise InvalidInputError(f"query {self.query_id}: kind must be 'sql' or 'terminal', got {self.kind!r}")
         if self.database is not None:
@@ -300,6 +315,8 @@ class FeatureExtractor:
         """``lead`` over cached entries, also returning the lead's entry and, when the tie-break
         computed them, its command, path, stack and error-line Jaccards (``extract`` reuses them).
         The first answer memory leads when there is one (module doc)."""
+        if profile.by_task and entries:        # judged by the task: the retrieval top-1 leads
+            return 0, 1.0, entries[0], None
         for i, e in enumerate(entries):
             if e[0] == ANSWER:
                 return i, 1.0, e, None
@@ -370,9 +387,14 @@ class FeatureExtractor:
         c = memory.counters if counters is None else counters.get(memory.id, memory.counters)
         tokens = self._tokens(memory)
         similarity = profile.similarity.get(memory.id, 0.0) if profile.similarity else 0.0
+        if profile.by_task:    # the step's context: the lead's cosine to the query (module doc, "By task")
+            fit = float(getattr(candidates[i], "dense", scores[i]))
+            fit = 0.0 if fit < 0 else 1.0 if fit > 1 else fit
+        else:
+            fit = profile.confidence * agree
         return [
             s1, s2, s1 - s2, entropy, float(n),
-            profile.confidence * agree,
+            fit,
             _jaccard(q_ent, m_ent), j[0], j[1], j[2],
             rejections,
             (c.accepted + ACCEPT_PRIOR[0]) / (c.uses + ACCEPT_PRIOR[1]),
@@ -380,7 +402,7 @@ class FeatureExtractor:
             LATENCY_BASE_MS + LATENCY_PER_TOKEN_MS * tokens, float(tokens), budget,
             self.missing_share(profile, memory), j[3],
             step, float(bool(profile.namespace) and memory.namespace == profile.namespace),
-            max(-1.0, min(1.0, float(similarity))), float(memory.failure_type == ANSWER),
+            max(-1.0, min(1.0, float(similarity))), float(profile.by_task or memory.failure_type == ANSWER),
         ]
 
 

@@ -11,6 +11,11 @@ One attempt (``run_attempt``)
     or when the model fails (``model_error``, e.g. a prompt longer than the context). The verifier
     then runs in every case; reward is 1.0 iff it passes.
 
+    Since issue 33 the record also holds the task's ``project``, each executed command's
+    ``changed`` paths and the attempt's ``diff`` (``effects``: what the archive keeps depends on
+    them), each hint's ``source_project`` and ``cross_project``, and ``hints_cross_project`` (the
+    shown hints from another project); older records lack these keys and read as before.
+
 Grounded attempts (``AgentConfig.grounded``; ``grounding`` module doc)
     Repeats are not run, sampling follows repeats, replies are read strictly and the first
     ``finish`` of a task with expected files is answered with those files' first lines. Each step
@@ -34,6 +39,7 @@ from ..tasks import TaskSpec
 from ..workspace import Workspace
 from .actions import SYSTEM_PROMPT, TOOLS, assistant_turn, parse_action, reasoning_text, render_observation
 from .config import LADDER, AgentConfig, MemorySetting
+from .effects import changed, snapshot
 from .experience import Experience, render_hint_body
 from .grounding import GroundedLoop, read_reply, repeat_message
 from .hints import Hint, allow_hint, build_query, hint_due, hint_message
@@ -57,6 +63,26 @@ def decoding_for(config: AgentConfig, task_id: str, attempt_pass: int, t: int) -
     return replace(config.generation, temperature=config.retry_temperature, seed=seed)
 
 
+def _due_hint(task: TaskSpec, experience: Experience, setting: MemorySetting, t: int, position: int,
+              attempt_pass: int, query: str, veto: Callable[[Hint], bool]):
+    """(hint, found, its record) for the hint due at step ``t``, or (None, None, None) when the
+    archive has nothing the task may see. The hint is vetoed when the gate refused it or ``veto`` says so."""
+    found = experience.nearest(query, task_id=task.task_id, position=position, session=f"{task.task_id}/p{attempt_pass}",
+                               project=task.project, task=task.instruction, step=t)
+    if found is None:
+        return None, None, None
+    source, score = found.step, found.score
+    hint = Hint(t, source, score, hint_message(render_hint_body(source, setting.representation, experience,
+                                                                project=task.project)))
+    record = {"source_run": source.run_id, "source_task": source.task_id, "source_step": source.step,
+              "source_project": source.project, "cross_project": source.project != task.project,
+              "memory_id": source.memory_id, "score": round(score, 6), "text": hint.text,
+              "vetoed": not found.allowed or bool(veto(hint))}
+    if experience.gated:
+        record["gate"] = {"recall": found.recall.id, "action": found.recall.action, "why": found.recall.why}
+    return hint, found, record
+
+
 def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LADDER["none"],
                 experience: Experience | None = None, position: int = 0, config: AgentConfig = AgentConfig(),
                 veto: Callable[[Hint], bool] = allow_hint, sandbox: str = "bwrap", keep_workspace: bool = False,
@@ -74,7 +100,7 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
     steps: list[dict[str, Any]] = []
     totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
     stop_reason, error, idle, last_reasoning = "max_steps", "", 0, ""
-    hints_shown = hints_vetoed = 0
+    hints_shown = hints_vetoed = cross_shown = 0
     tools = list(grounded.version.tools if grounded else TOOLS)
     redraw_limit = grounded.version.empty_redraws if grounded else 0
 
@@ -86,6 +112,7 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
         return result
     due_hints: list = []          # (Found, shown) of a gated experience, rewarded once verified
     with Workspace(task, keep=keep_workspace, sandbox=sandbox) as ws:
+        initial = state = snapshot(ws.workdir)
         for t in range(config.max_steps):
             if clock() >= deadline:
                 stop_reason = "time_limit"
@@ -93,25 +120,17 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
             due = hint_due(setting, config, t, last_reasoning)
             hint_record, call_messages = None, messages
             if due:
-                found = experience.nearest(build_query(setting.query, task.instruction, last_reasoning, steps),
-                                           task_id=task.task_id, position=position,
-                                           session=f"{task.task_id}/p{attempt_pass}")
-                if found is not None:
-                    source, score = found.step, found.score
-                    body = render_hint_body(source, setting.representation, experience)
-                    hint = Hint(t, source, score, hint_message(body))
-                    vetoed = not found.allowed or bool(veto(hint))
-                    hint_record = {"source_run": source.run_id, "source_task": source.task_id,
-                                   "source_step": source.step, "memory_id": source.memory_id,
-                                   "score": round(score, 6), "text": hint.text, "vetoed": vetoed}
+                hint, found, hint_record = _due_hint(task, experience, setting, t, position, attempt_pass,
+                                                     build_query(setting.query, task.instruction, last_reasoning,
+                                                                 steps), veto)
+                if hint_record is not None:
                     if experience.gated:
-                        hint_record["gate"] = {"recall": found.recall.id, "action": found.recall.action,
-                                               "why": found.recall.why}
-                        due_hints.append((found, not vetoed, hint_record))
-                    if vetoed:
+                        due_hints.append((found, not hint_record["vetoed"], hint_record))
+                    if hint_record["vetoed"]:
                         hints_vetoed += 1
                     else:
                         hints_shown += 1
+                        cross_shown += hint_record["cross_project"]
                         call_messages = [*messages, Message("user", hint.text)]
             redraws = 0
             try:
@@ -162,9 +181,11 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                 timeout = max(1.0, min(config.command_timeout_s, deadline - clock()))
                 done = ws.run(action.command, timeout_s=timeout, max_output_bytes=config.max_output_bytes)
                 observation = render_observation(done, action.source)
+                after = snapshot(ws.workdir)
                 step.update(exit_code=done.exit_code, timed_out=done.timed_out, output_truncated=done.truncated,
                             output_bytes=done.total_bytes, duration_s=round(done.duration_s, 3),
-                            observation=observation)
+                            observation=observation, changed=changed(state, after))
+                state = after
                 messages.append(Message(config.tool_result_role, observation))
                 if grounded:
                     step["executed"] = True
@@ -179,6 +200,7 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
             if idle >= config.max_idle_replies:
                 stop_reason = "no_action"
                 break
+        diff = changed(initial, snapshot(ws.workdir))      # what the attempt left changed (``effects``)
         verification = ws.verify()
         for found, shown, hint_record in due_hints:      # the gate learns from the verified outcome
             hint_record["gate"]["reward"] = round(experience.feedback(found, shown=shown,
@@ -186,10 +208,11 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
         workspace_root = str(ws.root) if keep_workspace else None
         sandbox_used = ws.sandbox
     return {
-        "task_id": task.task_id, "family": task.family, "instruction": task.instruction,
+        "task_id": task.task_id, "family": task.family, "project": task.project, "instruction": task.instruction,
         "reward": verification.reward, "passed": verification.passed, "stop_reason": stop_reason, "error": error,
         "n_steps": len(steps), "n_commands": sum(s["action"] == "command" for s in steps),
-        "hints_shown": hints_shown, "hints_vetoed": hints_vetoed, "usage": totals,
+        "hints_shown": hints_shown, "hints_vetoed": hints_vetoed, "hints_cross_project": cross_shown,
+        "diff": diff, "usage": totals,
         "elapsed_s": round(clock() - start, 3), "steps": steps,
         "verifier": {"exit_code": verification.exit_code, "timed_out": verification.timed_out,
                      "output": verification.output[-2000:]},

@@ -1,7 +1,10 @@
 """The terminal agent's experience on the memory store: verified steps in, one hint out.
 
-Only steps of attempts whose verifier passed (reward 1.0) are written, at most one trajectory per
-(run id, task id). Each step is the memory of its own one-step episode (``Memory.record``):
+Only attempts whose verifier passed (reward 1.0) are written, at most one trajectory per (run id,
+task id), and of each only the steps the verified outcome depended on (``archived_steps``: a
+command that succeeded and whose effect persisted, the read that the next kept edit acted on, the
+final check; never a failed step), each with what it established. Each step is the memory of its
+own one-step episode (``Memory.record``):
 
 ==============  =================================================================
 field           a verified step
@@ -12,30 +15,38 @@ context         the agent's reasoning at the step
 failure_context the observation it acted on (the previous output, or the goal)
 before, after   the previous command, the command taken
 error           the command's output (clipped)
+namespace       the task's project (``TaskSpec.project``; records before it: the family)
 failure_type    the classifier's family of the observation (its root cause, signatures)
-signatures      the classifier's signatures, plus ``step``, ``run`` and ``task``
+signatures      the classifier's signatures, plus ``step``, ``run``, ``task`` and
+                ``established`` (what the step established, one line)
 provenance      episode ``RUN/TASK/pPASS#tSTEP``, query = the task, position = the record's
 ==============  =================================================================
 
 Its embedding is reasoning + observation (``retrieval.texts.dense_text``), the paper's key.
 Retrieval is the store's causal eligibility (written before this attempt's position, never from
 the current task) with one dense-only pooled row (``EXPERIENCE``: exact cosine, k = 1, ties to
-the earliest memory), through ``Memory.recall`` of a ``HintQuery``: the agent's own query, a
-domain of its own (``ExperienceDomain``) registered with the terminal one. Positions: the seed
-run's records first (0, 1, ...), then this run's records in order, so a resumed run sees exactly
-what the uninterrupted run saw.
+the earliest memory) inside the task's project (scope ``same``; ``cross_project`` widens it to
+every project, and such a hint then says it is from another project), through ``Memory.recall``
+of a ``HintQuery``: the agent's own query, a domain of its own (``ExperienceDomain``) registered
+with the terminal one. A hint comes due on a schedule, not after a failure, so the query names
+its task (``Situation.task``) and a gate judges the hint by the task (the instruction's similarity
+to the hint's, the same project, the step's context; ``gate.features``), not by the diagnosis of
+a step that may have succeeded. Positions: the seed run's records first (0, 1, ...), then this
+run's records in order, so a resumed run sees exactly what the uninterrupted run saw.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import shlex
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ...domains import RetrievalConfig, RetrievalQuery, Situation, TerminalDomain, TerminalFailure
 from ...domains import terminal_memory_fields
 from ...domains.terminal import show_payload
+from ...check import check_bool
 from ...errors import InvalidInputError
 from ...files import packed, read_jsonl_lines
 from ...memory import Memory, Recall
@@ -44,24 +55,31 @@ from .actions import clip
 from .config import ATTEMPTS_FILE, RUN_FILE
 
 EXPERIENCE = RetrievalConfig("experience", pooled=True, k_pooled=1, type_mode="none", dense_weight=1.0,
-                             bm25_weight=0.0)
+                             bm25_weight=0.0, scope="same")
+EXPERIENCE_CROSS_PROJECT = replace(EXPERIENCE, name="experience_cross_project", scope="global")
 OUTPUT_CHARS = 2000
+FACT_CHARS = 160
 
 
 @dataclass(frozen=True)
 class HintQuery:
-    """What the agent looks for: its own query text (the step's context); nothing failed."""
+    """What the agent looks for: its own query text (the step's context), in its project, for its
+    task (the instruction); nothing failed."""
 
     text: str
+    project: str = ""
+    task: str = ""
 
 
 class ExperienceDomain(TerminalDomain):
     """The terminal agent's hint query as a domain: diagnosed as the terminal classifier reads the
-    query text as a log (what the gated rung's gate has always seen), retrieved with the text alone,
-    shown as the gate's payload; it owns no memories of its own (``finalize`` is the terminal one)."""
+    query text as a log, retrieved with the text alone inside the query's project (every project
+    with ``cross_project``), judged by a gate by its task (``Situation.task``), shown as the gate's
+    payload; it owns no memories of its own (``finalize`` is the terminal one)."""
 
-    def __init__(self) -> None:
-        super().__init__(retrieval=EXPERIENCE)
+    def __init__(self, *, cross_project: bool = False) -> None:
+        check_bool(cross_project, "cross_project", where="ExperienceDomain")
+        super().__init__(retrieval=EXPERIENCE_CROSS_PROJECT if cross_project else EXPERIENCE)
 
     def accepts(self, failure) -> bool:
         return isinstance(failure, HintQuery)
@@ -70,7 +88,7 @@ class ExperienceDomain(TerminalDomain):
         return super().diagnose(TerminalFailure(command="", log=failure.text))
 
     def situation(self, failure: HintQuery, *, namespace: str | None, default: str) -> Situation:
-        return Situation(namespace or default)
+        return Situation(namespace or failure.project or default, lead_evidence=True, task=failure.task)
 
     def query(self, failure: HintQuery, diagnosis, *, position: int, query_id: str, namespace: str) -> RetrievalQuery:
         return RetrievalQuery(question=failure.text, current="", failure_type="", position=position,
@@ -96,24 +114,94 @@ class ExperienceStep:
     command: str
     output: str
     memory_id: int | None = None
+    project: str = ""
+    established: str = ""
+    previous: str = ""
 
     def key_text(self) -> str:
         return f"{self.reasoning}\n{self.context}".strip() or self.goal
 
 
 def steps_from_record(record: dict, run_id: str) -> list[ExperienceStep]:
-    """The steps (those that ran a command) of one attempt record."""
-    out = []
+    """The steps (those that ran a command) of one attempt record, each with the observation it
+    acted on and the command before it."""
+    out, previous = [], ""
     steps = record.get("steps") or []
     goal = record.get("instruction", "")
+    project = str(record.get("project") or record.get("family") or "terminal")
     for i, s in enumerate(steps):
         if s.get("action") != "command":
             continue
         context = steps[i - 1].get("observation", "") if i > 0 else goal
         out.append(ExperienceStep(run_id=run_id, task_id=record["task_id"], goal=goal, step=int(s["t"]),
                                   context=context, reasoning=s.get("reasoning", ""), command=s["command"],
-                                  output=s.get("observation", "")))
+                                  output=s.get("observation", ""), project=project, previous=previous))
+        previous = s["command"]
     return out
+
+
+def _succeeded(step: dict) -> bool:
+    """The command ran (not a repeat the grounded loop refused) and exited 0 within its time."""
+    if step.get("repeat_of") is not None or step.get("timed_out"):
+        return False
+    if "exit_code" in step:
+        return step["exit_code"] == 0
+    return str(step.get("observation", "")).startswith("exit code: 0")    # hand-written records
+
+
+def _last_line(observation: str) -> str:
+    lines = [ln.strip() for ln in observation.splitlines()[1:] if ln.strip() and ln.strip() != "(no output)"]
+    return clip(lines[-1], FACT_CHARS, one_line=True) if lines else "no output"
+
+
+def _names(command: str, path: str) -> bool:
+    """Whether ``command`` names the workspace path ``path`` (as a word, ``./`` or a folder before it)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return any(w.removeprefix("./") == path or (len(w) > 2 and path.endswith("/" + w.removeprefix("./")))
+               for w in words)
+
+
+def archived_steps(record: dict, run_id: str) -> list[ExperienceStep]:
+    """The steps of a verified attempt its outcome depended on, each with what it established.
+
+    Only a command that ran and succeeded (exit 0, in time, not a refused repeat) can count;
+    a failed step never does. With the effects the loop records (``changed`` per step, the
+    attempt's ``diff``; ``effects``), a successful step counts when it is
+
+    - an edit whose effect persisted: it changed a path that is in the attempt's final diff
+      (established: "changed PATHS");
+    - a read the next kept edit acted on: it changed nothing and names a path that edit changed
+      (established: "read PATH");
+    - the final check: the last successful command, after the last kept edit, changing nothing
+      (established: "checked: LAST OUTPUT LINE").
+
+    Records without effects (before issue 33) keep every successful command ("succeeded: ...").
+    """
+    steps = {s.step: s for s in steps_from_record(record, run_id)}
+    ok = [s for s in record.get("steps") or [] if s.get("action") == "command" and _succeeded(s)]
+    diff = record.get("diff")
+    if diff is None or any(s.get("changed") is None for s in ok):
+        return [replace(steps[s["t"]], established=f"succeeded: {_last_line(s.get('observation', ''))}")
+                for s in ok]
+    final = set(diff)
+    edits = {s["t"]: sorted(set(s["changed"]) & final) for s in ok if set(s["changed"]) & final}
+    kept: dict[int, str] = {t: "changed " + ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)"
+                                                                  if len(paths) > 3 else "")
+                            for t, paths in edits.items()}
+    for s in ok:
+        later = [t for t in edits if t > s["t"]]
+        if s["changed"] or not later:
+            continue
+        named = [p for p in edits[min(later)] if _names(s["command"], p)]
+        if named:
+            kept[s["t"]] = "read " + ", ".join(named[:3])
+    last = ok[-1] if ok else None
+    if last is not None and not last["changed"] and last["t"] > max(edits, default=-1) and edits:
+        kept[last["t"]] = f"checked: {_last_line(last.get('observation', ''))}"
+    return [replace(steps[t], established=fact) for t, fact in sorted(kept.items())]
 
 
 def step_memory(step: ExperienceStep, previous: str, namespace: str, position: int,
@@ -124,11 +212,12 @@ def step_memory(step: ExperienceStep, previous: str, namespace: str, position: i
                       query_id=step.task_id, position=position, namespace=namespace, question=step.goal,
                       attempts=(Attempt(step.command, "CORRECT"),), method="terminal-agent", kind="terminal",
                       finalized=True)
+    extra = {"established": step.established} if step.established else {}
     memory = MemoryVariant(
         kind="terminal", polarity="+", namespace=namespace, failure_type=fields["failure_type"],
         root_cause=fields["root_cause"], question=step.goal, before=previous, after=step.command, outcome="CORRECT",
         context=step.reasoning, failure_context=step.context, error=step.output[:OUTPUT_CHARS],
-        signatures={**fields["signatures"], "step": step.step, "run": step.run_id, "task": step.task_id})
+        signatures={**fields["signatures"], "step": step.step, "run": step.run_id, "task": step.task_id, **extra})
     return episode, memory
 
 
@@ -136,7 +225,8 @@ def _view(memory: MemoryVariant) -> ExperienceStep:
     s = memory.signatures
     return ExperienceStep(run_id=str(s.get("run", "")), task_id=str(s.get("task", "")), goal=memory.question,
                           step=int(s.get("step", 0)), context=memory.failure_context, reasoning=memory.context,
-                          command=memory.after, output=memory.error, memory_id=memory.id)
+                          command=memory.after, output=memory.error, memory_id=memory.id, project=memory.namespace,
+                          established=str(s.get("established", "")), previous=memory.before)
 
 
 @dataclass(frozen=True)
@@ -163,13 +253,15 @@ class Experience:
 
     @classmethod
     def open(cls, path, encoder, *, policy: str | None = None, audit=None, resume=None,
-             keep_sessions=()) -> "Experience":
+             keep_sessions=(), cross_project: bool = False) -> "Experience":
         """The experience in the store at ``path`` (``":memory:"`` for a throwaway one); ``close()`` it.
         With ``policy`` a gate decides for each due hint: its decisions go to ``audit``, it continues
         from the checkpoint ``resume`` (``Memory.open``), and audited decisions of sessions not in
-        ``keep_sessions`` (an attempt a kill cut short) are discarded."""
+        ``keep_sessions`` (an attempt a kill cut short) are discarded. Hints come from the task's own
+        project unless ``cross_project`` (``ExperienceDomain``)."""
         memory = Memory.open(path, encoder=encoder, policy=policy, audit=audit if policy else False,
-                             ledger="process", resume=resume, domains=(ExperienceDomain(), TerminalDomain()))
+                             ledger="process", resume=resume,
+                             domains=(ExperienceDomain(cross_project=cross_project), TerminalDomain()))
         if policy is not None:
             memory.forget_sessions(keep=keep_sessions)
         return cls(memory)
@@ -190,20 +282,18 @@ class Experience:
         return set(self._sources)
 
     def add_verified(self, record: dict, run_id: str, position: int) -> int:
-        """Write the steps of ``record`` if its reward is 1.0 and (run, task) is new; steps written."""
+        """Write the archived steps of ``record`` (``archived_steps``) if its reward is 1.0 and (run,
+        task) is new; steps written."""
         if record.get("reward") != 1.0:
             return 0
         key = (run_id, record["task_id"])
         if key in self._sources:
             return 0
         self._sources.add(key)
-        ids, previous = [], ""
-        for step in steps_from_record(record, run_id):
-            episode, memory = step_memory(step, previous, str(record.get("family") or "terminal"), position,
-                                          int(record.get("pass", 1)))
-            stored = self.memory.record(episode, memory)
-            ids.append(stored.id)
-            previous = step.command
+        ids = []
+        for step in archived_steps(record, run_id):
+            episode, memory = step_memory(step, step.previous, step.project, position, int(record.get("pass", 1)))
+            ids.append(self.memory.record(episode, memory).id)
         self._trajectories[key] = ids
         return len(ids)
 
@@ -224,10 +314,13 @@ class Experience:
         return {"seed_run_dir": str(run_dir.resolve()), "seed_run_id": run_id, "trajectories": trajectories,
                 "steps": steps, "records": len(records)}
 
-    def nearest(self, query: str, *, task_id: str, position: int, session: str = "") -> Found | None:
-        """The step most similar to ``query`` that the task may see at ``position`` (``Found``), or None."""
+    def nearest(self, query: str, *, task_id: str, position: int, session: str = "", project: str = "",
+                task: str = "", step: int | None = None) -> Found | None:
+        """The step most similar to ``query`` that the task (``task_id``, its instruction ``task``, in
+        ``project``) may see at ``position``, due at ``step`` (``Found``), or None."""
         text = query or "(no output yet)"
-        recall = self.memory.recall(HintQuery(text), query_id=task_id, position=position, session=session or task_id)
+        recall = self.memory.recall(HintQuery(text, project, task), query_id=task_id, position=position,
+                                    session=session or task_id, step=step)
         if not recall.candidates:      # nothing to decide about: the recall is closed at once
             self.memory.feedback(recall.id)
             return None
@@ -249,12 +342,25 @@ class Experience:
         return [_view(m) for m in self.memory.get(ids)] if ids else [step]
 
 
-def render_hint_body(step: ExperienceStep, representation: str, experience: Experience | None = None) -> str:
-    """The hint's body in one of the ladder's representations (compact, full step, local window)."""
+ADAPT = "Adapt it to this task; do not copy it: this task's files, names and values differ."
+
+
+def render_hint_body(step: ExperienceStep, representation: str, experience: Experience | None = None, *,
+                     project: str | None = None) -> str:
+    """The hint's body in one of the ladder's representations (compact, full step, local window).
+
+    The compact hint is the seed's plain format with the step's project named (and said to be
+    another project when it is not ``project``, the current task's), the fact the step
+    established in one line, and the instruction to adapt it, not copy it."""
     if representation == "compact":
-        return (f"- Similar task: {clip(step.goal, 200, one_line=True)}\n"
-                f"  Context: {clip(step.context, 300, one_line=True)}\n"
-                f"  Useful next command: {step.command}")
+        where = step.project or "unknown"
+        if project is not None and step.project != project:
+            where = f"{where}, another project: its files and commands may not exist here"
+        fact = f"\n  Established: {clip(step.established, FACT_CHARS, one_line=True)}" if step.established else ""
+        return (f"- Similar task (project {where}): {clip(step.goal, 200, one_line=True)}\n"
+                f"  Context: {clip(step.context, 300, one_line=True)}{fact}\n"
+                f"  Useful next command: {step.command}\n"
+                f"  {ADAPT}")
     if representation == "full_step":
         return (f"Task: {clip(step.goal, 600)}\nContext: {clip(step.context, 800)}\n"
                 f"Reasoning: {clip(step.reasoning, 400, one_line=True)}\nCommand: {step.command}\n"

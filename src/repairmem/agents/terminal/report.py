@@ -57,6 +57,9 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
         # attempts that were shown at least one hint, and those of them that verified
         "hinted_attempts": sum(1 for r in records if r["hints_shown"]),
         "hinted_passed": sum(1 for r in records if r["hints_shown"] and r["reward"] == 1.0),
+        # shown hints from another project (records before issue 33 do not count them: None)
+        "hints_cross_project": (sum(r["hints_cross_project"] for r in records)
+                                if records and all("hints_cross_project" in r for r in records) else None),
         "seed": meta.get("seed"), "tasks": tasks,
     }
 
@@ -83,6 +86,10 @@ def format_report(summaries: Sequence[dict[str, Any]]) -> str:
                      + " | ".join(cells) + f" | {s['attempts']} | {s['steps']} | "
                      f"{s['prompt_tokens'] + s['completion_tokens']} | {s['hints_shown']}/{s['hints_vetoed']} | "
                      f"{s['hinted_attempts']} ({s['hinted_passed']}) |")
+    counted = [s for s in summaries if s.get("hints_cross_project") is not None]
+    if counted:
+        lines += ["", "Shown hints from another project: " + ", ".join(f"{s['memory']} {s['hints_cross_project']}"
+                                                                   for s in counted)]
     for s in summaries:
         lines += ["", f"## {s['memory']}  ({s['run_dir']}, model {s['model']}, passes started "
                       f"{s['passes_started']}/{s['passes']})", "",

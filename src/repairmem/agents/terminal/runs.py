@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ...check import check_int
+from ...check import check_bool, check_int
 from ...errors import InvalidInputError
 from ...files import append_jsonl, output_dir, read_jsonl_lines, write_atomic
 from ...llm.protocol import ChatModel
@@ -46,6 +46,8 @@ class AgentRunConfig:
     """What a run is: tasks, model spec, memory rung, passes, seed run, encoder, agent limits.
 
     A rung with ``seeded`` needs ``seed_from``; any other rung refuses one (rows stay honest).
+    ``cross_project``: hints may come from other projects (``experience``); recorded only when on,
+    so the runs before it resume.
     """
 
     tasks_dir: str
@@ -57,9 +59,13 @@ class AgentRunConfig:
     encoder: str = "default"
     agent: AgentConfig = field(default_factory=AgentConfig)
     sandbox: str = "bwrap"
+    cross_project: bool = False
 
     def __post_init__(self) -> None:
         setting = memory_setting(self.memory)
+        check_bool(self.cross_project, "cross_project")
+        if self.cross_project and not setting.retrieval:
+            raise InvalidInputError(f"memory {self.memory} retrieves nothing: --cross-project is for rungs with memory")
         check_int(self.passes, "passes", low=1)
         if setting.seeded and not self.seed_from:
             raise InvalidInputError(f"memory {self.memory} is seeded: give --seed-from RUN_DIR (an earlier run)")
@@ -76,7 +82,8 @@ class AgentRunConfig:
                 "seed_from": str(Path(self.seed_from).resolve()) if self.seed_from else None,
                 "task_ids": list(self.task_ids) if self.task_ids is not None else None,
                 "encoder": self.encoder if LADDER[self.memory].retrieval else None,
-                "agent": self.agent.to_dict(), "sandbox": self.sandbox}
+                "agent": self.agent.to_dict(), "sandbox": self.sandbox,
+                **({"cross_project": True} if self.cross_project else {})}
 
 
 def _package_versions() -> dict[str, str]:
@@ -120,7 +127,7 @@ def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel |
     seed_summary = None
     if setting.retrieval:
         experience = _experience(setting.gate, out_dir, read_jsonl_lines(out_dir / ATTEMPTS_FILE),
-                                 config.encoder if encoder is None else encoder)
+                                 config.encoder if encoder is None else encoder, config.cross_project)
         if setting.seeded:
             seed_summary = experience.seed_from_run(config.seed_from)
     try:
@@ -189,11 +196,11 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
     return out_dir
 
 
-def _experience(policy: str | None, out_dir: Path, records: list[dict], encoder) -> Experience:
+def _experience(policy: str | None, out_dir: Path, records: list[dict], encoder, cross_project: bool) -> Experience:
     """The run's experience; gated: the gate fresh, or as saved with the last record (a resume), the
     audit log's decisions of an attempt a kill cut short discarded."""
     if not policy:
-        return Experience.open(out_dir / "memory.db", encoder)
+        return Experience.open(out_dir / "memory.db", encoder, cross_project=cross_project)
     (out_dir / "gates").mkdir(parents=True, exist_ok=True)
     resume = None
     if records:
@@ -202,7 +209,7 @@ def _experience(policy: str | None, out_dir: Path, records: list[dict], encoder)
             raise InvalidInputError(f"{resume}: the gate state saved with attempt {len(records)} is missing; the "
                                     "run cannot resume exactly (start it again in a new --out)")
     return Experience.open(out_dir / "memory.db", encoder, policy=policy, audit=out_dir / "audit.db", resume=resume,
-                           keep_sessions={f"{r['task_id']}/p{r['pass']}" for r in records})
+                           keep_sessions={f"{r['task_id']}/p{r['pass']}" for r in records}, cross_project=cross_project)
 
 
 def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, passes: int = 1,
@@ -210,13 +217,14 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
                    task_ids: Sequence[str] | None = None, max_steps: int = 20, sandbox: str = "bwrap",
                    keep_workspaces: bool = False, threads: int | None = None, n_ctx: int = 16384,
                    json_out: bool = False, grounded: bool = False, write_file: bool = False,
-                   suite: str | None = None) -> int:
+                   suite: str | None = None, cross_project: bool = False) -> int:
     """``repairmem agent run``: run or resume, then print the report. ``tasks`` is a task folder,
     ``suite`` names a bundled one (``BUNDLED_SUITES``); neither = the default suite, both = an error.
 
     For ``llama:`` models the context is ``n_ctx`` tokens (default 16384: a multi-step
     conversation does not fit the backend's default 4096) and ``threads`` CPU threads.
-    ``grounded`` runs the grounded loop (``AgentConfig.grounded``), ``write_file`` its v5.
+    ``grounded`` runs the grounded loop (``AgentConfig.grounded``), ``write_file`` its v5;
+    ``cross_project`` lets hints come from other projects (``AgentRunConfig``).
     """
     from ..tasks import bundled_tasks_dir
     if tasks and suite:
@@ -225,7 +233,7 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
     config = AgentRunConfig(tasks_dir=tasks_dir, model=model, memory=memory, passes=passes, seed_from=seed_from,
                             task_ids=tuple(task_ids) if task_ids else None, encoder=encoder,
                             agent=AgentConfig(max_steps=max_steps, grounded=grounded, write_file=write_file),
-                            sandbox=sandbox)
+                            sandbox=sandbox, cross_project=cross_project)
     options: dict[str, Any] = {}
     if model.startswith("llama:"):
         options["n_ctx"] = n_ctx

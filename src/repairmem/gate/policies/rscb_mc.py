@@ -52,7 +52,9 @@ class RSCBMC(_Linear):
       columns the current database lacks: the SQL look-alike);
     - for an answer lead (``lead_is_answer``), which states a question's verified query rather than
       a fix for a failure, the structural check is replaced by the namespace's: an answer from
-      another namespace (another database's question) is not injected. Retrieval admits only
+      another namespace (another database's question) is not injected. A terminal hint due on the
+      schedule is judged the same way (``features``, "By task": feature 5 is then the step's
+      context cosine, 20 the instruction's similarity, 19 the same project). Retrieval admits only
       answers whose question is close enough (``RetrievalConfig.min_answer_similarity``); how
       close pays is left to the learned scores, which read the similarity.
 
