@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -10,6 +11,38 @@ from ...errors import InvalidInputError
 from ...files import packed, read_jsonl_lines
 from ...untrusted import printable
 from .config import ATTEMPTS_FILE, RUN_FILE, memory_setting
+
+
+_CHECK_LINE = re.compile(r"^(base|fact): (ok|FAIL)\b", re.M)
+
+
+def _checks(record: dict) -> dict[str, bool] | None:
+    """The verifier's last ``base:`` and ``fact:`` verdicts (the facts suite prints both), else None."""
+    found = dict(_CHECK_LINE.findall((record.get("verifier") or {}).get("output") or ""))
+    return {k: found[k] == "ok" for k in ("base", "fact")} if len(found) == 2 else None
+
+
+def _check_summary(records: Sequence[dict], task_ids: Sequence[str], passes: int) -> dict[str, Any] | None:
+    """Base change and house fact apart, for suites whose verifier reports both (None otherwise).
+
+    ``base_by_pass[k]``: tasks whose base change verified within the first k+1 passes;
+    ``fact_given_base``: attempts with the base change verified, and how many of them also held the
+    fact (a fact holds trivially on an untouched workspace, so it is counted only where base passed);
+    ``to_verify``: steps and tokens of the verified attempts (mean per verified attempt)."""
+    checks = [(r, _checks(r)) for r in records]
+    if not records or any(c is None for _, c in checks):
+        return None
+    base_pass = {t: min((r["pass"] for r, c in checks if r["task_id"] == t and c["base"]), default=None)
+                 for t in task_ids}
+    with_base = [c for _, c in checks if c["base"]]
+    verified = [r for r in records if r["reward"] == 1.0]
+    return {
+        "base_by_pass": [sum(1 for p in base_pass.values() if p is not None and p <= k) for k in range(1, passes + 1)],
+        "base_attempts": len(with_base), "fact_given_base": sum(1 for c in with_base if c["fact"]),
+        "verified_attempts": len(verified),
+        "steps_to_verify": round(sum(r["n_steps"] for r in verified) / len(verified), 2) if verified else None,
+        "tokens_to_verify": round(sum(r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"]
+                                      for r in verified) / len(verified)) if verified else None}
 
 
 def summarize(run_dir: str | Path) -> dict[str, Any]:
@@ -60,6 +93,7 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
         # shown hints from another project (records before issue 33 do not count them: None)
         "hints_cross_project": (sum(r["hints_cross_project"] for r in records)
                                 if records and all("hints_cross_project" in r for r in records) else None),
+        "checks": _check_summary(records, task_ids, passes),
         "seed": meta.get("seed"), "tasks": tasks,
     }
 
@@ -90,6 +124,19 @@ def format_report(summaries: Sequence[dict[str, Any]]) -> str:
     if counted:
         lines += ["", "Shown hints from another project: " + ", ".join(f"{s['memory']} {s['hints_cross_project']}"
                                                                    for s in counted)]
+    checked = [s for s in summaries if s.get("checks")]
+    if checked:
+        lines += ["", "## Base change and house fact", "",
+                  "| Variant | " + " | ".join(f"base@{i}" for i in range(1, k + 1)) +
+                  " | Attempts with base | … and fact | Verified attempts | Steps / verified | Tokens / verified |",
+                  "|---|" + "---|" * (k + 5)]
+        for s in checked:
+            c = s["checks"]
+            cells = ["" if i >= s["passes"] else "not started" if i >= s["passes_started"]
+                     else f"{c['base_by_pass'][i]}/{s['n_tasks']}" for i in range(k)]
+            lines.append(f"| {s['memory']} | " + " | ".join(cells) + f" | {c['base_attempts']} | "
+                         f"{c['fact_given_base']} | {c['verified_attempts']} | {c['steps_to_verify'] or '-'} | "
+                         f"{c['tokens_to_verify'] or '-'} |")
     for s in summaries:
         lines += ["", f"## {s['memory']}  ({s['run_dir']}, model {s['model']}, passes started "
                       f"{s['passes_started']}/{s['passes']})", "",
