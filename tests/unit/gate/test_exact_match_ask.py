@@ -99,3 +99,21 @@ def test_the_exact_route_needs_both_the_message_and_the_named_things():
         x[INDEX["error_line_match"]], x[INDEX["entity_match_ratio"]] = err, ent
         assert policy.override_flags(x) == 1
         assert (policy.decide(x).action == "ask_feedback") is asks, (err, ent)
+
+
+def test_a_state_saved_before_the_routes_existed_resumes_without_them(tmp_path):
+    # A run resumed from a state saved before issue 32 goes on deciding as it began (its SQL rows
+    # never asked on these routes); a new policy, or a state that names them, keeps what it says.
+    from repairmem.gate.gate import Gate, load_gate_state, save_gate_state
+    from repairmem.gate.policies import load_policy, save_policy, saved_policy
+
+    old = {k: v for k, v in RSCBMC(seed=3).params().items() if k not in ("ask_when_exact", "ask_when_cause_agrees")}
+    policy = saved_policy("rscb_mc", old)
+    assert (policy.ask_when_exact, policy.ask_when_cause_agrees) == (False, False)
+    assert (RSCBMC().ask_when_exact, RSCBMC().ask_when_cause_agrees) == (True, True)
+    save_policy(RSCBMC(ask_when_exact=False), tmp_path / "p.json")
+    loaded = load_policy(tmp_path / "p.json")
+    assert (loaded.ask_when_exact, loaded.ask_when_cause_agrees) == (False, True)
+    save_gate_state(Gate(RSCBMC()), tmp_path / "g.json")
+    gate, _ = load_gate_state(tmp_path / "g.json")
+    assert (gate.policy.ask_when_exact, gate.policy.ask_when_cause_agrees) == (True, True)

@@ -106,6 +106,7 @@ class RSCBMC(_Linear):
     """
 
     name: ClassVar[str] = "rscb_mc"
+    saved_without: ClassVar[dict] = {"ask_when_exact": False, "ask_when_cause_agrees": False}
     alpha: float = 1.0
     mu: float = 2.0
     kappa: float = 0.0
