@@ -117,3 +117,18 @@ def test_a_state_saved_before_the_routes_existed_resumes_without_them(tmp_path):
     save_gate_state(Gate(RSCBMC()), tmp_path / "g.json")
     gate, _ = load_gate_state(tmp_path / "g.json")
     assert (gate.policy.ask_when_exact, gate.policy.ask_when_cause_agrees) == (True, True)
+
+
+@pytest.mark.parametrize("record_id, module", [
+    ("rl-017", "megatron.utils"), ("rl-019", "opencompass.openicl"),   # circular imports (rl-019 wraps the line)
+    ("rl-021", "e3dc"), ("rl-022", "typing"),                          # a local file shadowing the package
+])
+def test_a_partially_initialized_module_is_named_by_its_name(record_id, module):
+    # Python 3.8+ says "cannot import name 'X' from partially initialized module 'm'"; the entity was
+    # read as module:partially, so every such log "named" the same module as every other one (entity
+    # match 1/3 between a circular import and a shadowed package, rl-021 vs rl-017).
+    from repairmem.classify.terminal import extract_signatures
+
+    rec = RECORDS[record_id]
+    entities = extract_signatures(rec["log"], rec["command"]).entities
+    assert f"module:{module}" in entities and "module:partially" not in entities
