@@ -147,9 +147,11 @@ def test_gate_with_the_default_encoder_holds_its_floors(records):
     res = real_logs_gate.evaluate(records, encoder="default", policy="rscb_mc")
     shown, t = _summary(res), res["true_match"]
     assert t["injected_correct"] >= 33, shown
+    assert t["injected_or_asked_correct"] >= 55, shown     # issue 32: 58 (45 before its ask routes)
     assert t["retrieval_hit"] >= 44, shown
     assert t["group_in_candidates"] >= 62, shown
     assert t["injected_wrong"] <= 1, shown
     assert res["lookalike"]["injected_wrong"] <= 1, shown
     assert res["holdout"]["injected_wrong"] <= 3, shown
     assert res["lookalike_false_positive"]["rate"] <= 0.05, shown
+    assert _lookalikes_asked(res) <= 14, shown                # today 11 of 76
