@@ -73,8 +73,8 @@ class RSCBMC(_Linear):
     When the override fires, RSCB-MC asks (``ask_feedback`` is the only allowed action: the lead
     memory goes back to the caller as an open ask, nothing is injected) instead of refusing in three
     cases, and refuses in every other (the three non-injecting actions are left to the learned
-    scores). All three need ``ask_when_uncertain``; each is a case where the evidence names the
-    memory and only the diagnosis is short of certain, so the worst a look-alike gets is a question:
+    scores). All three need ``ask_when_uncertain``; in each, part of the evidence names the memory
+    and the rest is missing rather than contrary, so the worst a look-alike gets is a question:
 
     - uncertain (the family check is the only one that fires and family_confidence > 0): the
       classifier is unsure but does not read another family or root cause;
@@ -96,7 +96,10 @@ class RSCBMC(_Linear):
     A family_confidence of 0 without the exact evidence (the lead memory belongs to another family
     or cause: the look-alike), and every other check, refuse. (Why not inject: waiving the family
     check on structure raised look-alike injections from 1 to 8 of 73 on the real-log dev set;
-    what each route is worth: ``docs/results.md``.)
+    what each route is worth: ``docs/results.md``.) The SQL methods switch the exact and known-cause
+    routes off (``agents.sql_repair.SQL_RSCB_PARAMS``): a SQL memory that shares no table, column or
+    literal is from another database. A state saved before the two switches existed loads with
+    them off (``saved_without``), so a resumed run decides as it began.
 
     Checks on masked features (ablations) are skipped. With ``epsilon`` > 0 the policy explores
     uniformly among the *allowed* actions (never past the override); the propensity is exact.
