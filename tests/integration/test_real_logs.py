@@ -42,10 +42,15 @@ def _count(ratio: dict) -> int:
     return ratio["correct"] if "correct" in ratio else ratio["count"]
 
 
+def _lookalikes_asked(res: dict) -> int:
+    return res["lookalike"]["asked_wrong"] + res["holdout"]["asked_wrong"]
+
+
 def _summary(res: dict) -> str:
     t = res["true_match"]
     return (f"encoder {res['encoder']}: true match right {t['injected_correct']}/{t['n']}, wrong "
-            f"{t['injected_wrong']}/{t['n']}, not injected {t['not_injected']}/{t['n']} "
+            f"{t['injected_wrong']}/{t['n']}, right asked {t['asked_correct']}/{t['n']}, injected or asked "
+            f"{t['injected_or_asked_correct']}/{t['n']}, look-alikes asked {_lookalikes_asked(res)}, not injected {t['not_injected']}/{t['n']} "
             f"{t['not_injected_by_action']}, retrieval hit {t['retrieval_hit']}/{t['n']}, right memory "
             f"among candidates {t['group_in_candidates']}/{t['n']}; look-alike false positives natural "
             f"{res['lookalike']['injected_wrong']}/{res['lookalike']['n']}, held out "
@@ -110,6 +115,7 @@ def test_gate_injects_true_matches_at_least_as_often_as_today(gate_hashing):
     t = res["true_match"]
     assert t["n"] == 73 and res["lookalike"]["n"] == 3 and res["holdout"]["n"] == 73, shown
     assert t["injected_correct"] >= 31, shown
+    assert t["injected_or_asked_correct"] >= 50, shown     # issue 32: 53 (44 before its ask routes)
     assert t["retrieval_hit"] >= 43, shown
     assert t["group_in_candidates"] >= 55, shown
 
@@ -120,6 +126,7 @@ def test_gate_false_positives_do_not_exceed_todays(gate_hashing):
     assert res["lookalike"]["injected_wrong"] <= 1, shown
     assert res["holdout"]["injected_wrong"] <= 3, shown
     assert res["lookalike_false_positive"]["rate"] <= 0.05, shown
+    assert _lookalikes_asked(res) <= 11, shown                # today 9 of 76
 
 
 def test_gate_recall_rows_are_consistent(gate_hashing):
@@ -140,9 +147,11 @@ def test_gate_with_the_default_encoder_holds_its_floors(records):
     res = real_logs_gate.evaluate(records, encoder="default", policy="rscb_mc")
     shown, t = _summary(res), res["true_match"]
     assert t["injected_correct"] >= 33, shown
+    assert t["injected_or_asked_correct"] >= 55, shown     # issue 32: 58 (45 before its ask routes)
     assert t["retrieval_hit"] >= 44, shown
     assert t["group_in_candidates"] >= 62, shown
     assert t["injected_wrong"] <= 1, shown
     assert res["lookalike"]["injected_wrong"] <= 1, shown
     assert res["holdout"]["injected_wrong"] <= 3, shown
     assert res["lookalike_false_positive"]["rate"] <= 0.05, shown
+    assert _lookalikes_asked(res) <= 14, shown                # today 11 of 76

@@ -90,8 +90,19 @@ def _memory_method(name: str, writes: tuple[Polarity, ...] = BOTH) -> Method:
     return Method(name, retrieval=RETRIEVAL_METHODS[name], writes=writes)
 
 
+# RSCB-MC's two terminal ask routes stay off for SQL: a SQL memory that shares no table, column or
+# literal with the query is from another database (the SQL look-alike, ``gate.features``), where a
+# terminal one is another project's instance of the same cause.
+SQL_RSCB_PARAMS = (("ask_when_exact", False), ("ask_when_cause_agrees", False))
+
+
+def _sql_gate_params(policy: str | None) -> tuple:
+    return SQL_RSCB_PARAMS if policy == "rscb_mc" else ()
+
+
 def _gated(base: Method, name: str, policy: str = "rscb_mc") -> Method:
-    return replace(base, name=name, gate=policy, gate_params=(("feature_mask", ADDED_FEATURES),))
+    return replace(base, name=name, gate=policy,
+                   gate_params=(("feature_mask", ADDED_FEATURES),) + _sql_gate_params(policy))
 
 
 def _answering(name: str, retrieval: str, policy: str | None, writes: tuple[Polarity, ...] = BOTH) -> Method:
@@ -99,7 +110,7 @@ def _answering(name: str, retrieval: str, policy: str | None, writes: tuple[Pola
     grounded, schema-safe renderings; gated by ``policy`` on the outcome reward, or ungated."""
     return Method(name, retrieval=RETRIEVAL_METHODS[retrieval], writes=writes, grounded=True, gate=policy,
                   render="by_action" if policy else "hints", negative_guard=True, answers=True,
-                  reward="outcome" if policy else "review")
+                  reward="outcome" if policy else "review", gate_params=_sql_gate_params(policy))
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (

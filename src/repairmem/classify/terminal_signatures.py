@@ -261,7 +261,7 @@ _MODULE_NAMED = re.compile(r"No module named ['\"]?([\w.]+)")
 _KEY_NAMED = re.compile(r"\bKeyError: ['\"]?([^'\"\n]+?)['\"]?[ \t]*$", re.MULTILINE)
 _ENTITY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("module", _MODULE_NAMED),
-    ("module", re.compile(r"cannot import name ['\"]?\w+['\"]? from ['\"]?([\w.]+)")),
+    ("module", re.compile(r"cannot import name ['\"]?\w+['\"]? from\s+(?:partially\s+initialized\s+module\s+)?['\"]?([\w.]+)")),
     ("symbol", re.compile(r"cannot import name ['\"]?(\w+)")),
     ("symbol", re.compile(r"module ['\"][\w.]+['\"] has no attribute ['\"](\w+)")),
     ("module", re.compile(r"module ['\"]([\w.]+)['\"] has no attribute")),

@@ -30,7 +30,7 @@ from ..types import Counters, MemoryVariant
 from .actions import ACTIONS, Action, Payload, estimate_tokens, render, render_resolution
 from .audit import AuditLog, UnknownDecisionError
 from .features import FeatureExtractor, QueryProfile
-from .policies import OVERRIDE_CHECKS, CorruptStateError, Decision, Policy, make_policy, save_policy
+from .policies import OVERRIDE_CHECKS, CorruptStateError, Decision, Policy, make_policy, save_policy, saved_policy
 from .reward import Feedback, RewardConfig, reward
 
 Confirm = Callable[[MemoryVariant], "bool | None"]
@@ -321,7 +321,7 @@ def load_gate_state(path, **gate_options) -> tuple[Gate, dict]:
     """(``Gate``, meta) restored from ``save_gate_state``'s file; ``CorruptStateError`` if it cannot be trusted."""
     data = read_checked(path, format=GATE_STATE_FORMAT, version=1, what="gate state")
     try:
-        policy = make_policy(data["policy"], **data["params"])
+        policy = saved_policy(data["policy"], data["params"])
         ledger = Ledger({int(k): Counters(*v) for k, v in data["ledger"].items()})
     except (InvalidInputError, KeyError, TypeError, ValueError) as exc:
         raise CorruptStateError(f"{path}: invalid gate state ({exc})") from None

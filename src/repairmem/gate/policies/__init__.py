@@ -11,6 +11,7 @@ from .base import ALL, D, OVERRIDE_CHECKS, CorruptStateError, Decision, Policy
 from .linear import LinUCB, RiskSensitiveThompson
 from .persistence import (
     POLICIES, STATE_FORMAT, STATE_VERSION, load_policy, make_policy, policy_body, policy_from_body, save_policy,
+    saved_policy,
 )
 from .rscb_mc import PAYLOAD_FACTOR, PRIOR_FACTOR, RSCBMC
 from .static import Oracle, StaticAbstention, StaticHybrid
@@ -19,5 +20,5 @@ __all__ = [
     "ALL", "D", "OVERRIDE_CHECKS", "PAYLOAD_FACTOR", "POLICIES", "PRIOR_FACTOR", "RSCBMC", "STATE_FORMAT",
     "STATE_VERSION", "UCB1", "CorruptStateError", "Decision", "EpsilonGreedy", "LinUCB", "Oracle", "Policy",
     "RiskSensitiveThompson", "StaticAbstention", "StaticHybrid", "ThompsonSampling", "load_policy", "make_policy",
-    "policy_body", "policy_from_body", "save_policy",
+    "policy_body", "policy_from_body", "save_policy", "saved_policy",
 ]

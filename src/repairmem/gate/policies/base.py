@@ -103,6 +103,8 @@ class Policy:
     needs_truth: ClassVar[bool] = False
     ordering: ClassVar[str] = "evidence"     # which candidate order its payloads follow (see features)
     _state_keys: ClassVar[tuple[str, ...]] = ()
+    # parameters added later, with the value that reproduces a state saved before they existed
+    saved_without: ClassVar[dict[str, Any]] = {}
 
     def _init_state(self) -> None:
         self.rng = np.random.default_rng(getattr(self, "seed", 0))

@@ -41,6 +41,14 @@ def make_policy(name: str, **params) -> Policy:
     return cls(**params)
 
 
+def saved_policy(name: str, params: dict) -> Policy:
+    """``make_policy`` for parameters read from a saved state: a switch the state was saved without
+    keeps the behaviour it was saved with (``Policy.saved_without``), not today's default, so a
+    resumed run goes on as it began."""
+    cls = POLICIES.get(name)
+    return make_policy(name, **{**(cls.saved_without if cls is not None else {}), **params})
+
+
 def policy_body(policy: Policy) -> dict:
     """What restores ``policy`` exactly: its name, parameters and learned state with the RNG."""
     return {"policy": policy.name, "params": policy.params(), "state": policy.state()}
@@ -49,7 +57,7 @@ def policy_body(policy: Policy) -> dict:
 def policy_from_body(data, *, where: str) -> Policy:
     """The policy ``policy_body`` described; ``CorruptStateError`` naming ``where`` if it cannot be trusted."""
     try:
-        policy = make_policy(data["policy"], **data["params"])
+        policy = saved_policy(data["policy"], data["params"])
     except (InvalidInputError, KeyError, TypeError) as exc:
         raise CorruptStateError(f"{where}: invalid policy parameters ({exc})") from None
     policy.load_state(data.get("state"), where=where)

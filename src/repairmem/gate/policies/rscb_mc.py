@@ -72,13 +72,36 @@ class RSCBMC(_Linear):
     decide (a prior that lingers tips near-ties on look-alikes). The prior reads only unmasked
     features and is off in the ``contextual=False`` ablation, which it would otherwise undo.
 
-    Uncertain is not contradicted: when the family check is the only one that fires and
-    family_confidence > 0 (the classifier is unsure, but does not read another family or root
-    cause), ``ask_when_uncertain`` leaves ``ask_feedback`` as the only allowed action: the user
-    confirms a memory that applies (it is then injected) or declines it. A family_confidence of 0
-    (the lead memory belongs to another family or cause: the look-alike) and every other check
-    leave the three non-injecting actions to the learned scores, as above (what this rule is
-    worth on the gate benchmark: ``docs/results.md``).
+    When the override fires, RSCB-MC asks (``ask_feedback`` is the only allowed action: the lead
+    memory goes back to the caller as an open ask, nothing is injected) instead of refusing in three
+    cases, and refuses in every other (the three non-injecting actions are left to the learned
+    scores). All three need ``ask_when_uncertain``; in each, part of the evidence names the memory
+    and the rest is missing rather than contrary, so the worst a look-alike gets is a question:
+
+    - uncertain (the family check is the only one that fires and family_confidence > 0): the
+      classifier is unsure but does not read another family or root cause;
+    - exact (``ask_when_exact``; the family check is the only one that fires and
+      family_confidence = 0): the error line *and* the named entities agree (error-line match >=
+      ``min_error_line_match``, entity match >= ``min_entity_match``) although the two diagnoses
+      disagree or are unknown. A true match and a look-alike differ in what they share besides the
+      message: the same failure names the same module, symbol, package, port or file; a look-alike
+      of another cause shares the error line only (the module it is missing is another one, or it
+      names none). The command is not required: many real logs show none, and a Jaccard of 0 cannot
+      tell "no command" from "another command"; a shared command alone (``pytest``, ``pip
+      install``) is common to look-alikes, so it does not stand in for the entities;
+    - known cause (``ask_when_cause_agrees``; the structural check is the only one that fires):
+      the classifier gives query and memory the same known family and root cause with confidence
+      (family_confidence >= ``min_family_confidence``), but the two instances share no command,
+      path, stack, entity or message (a full disk, a refused connection: the cause's fix applies,
+      and the caller can check it).
+
+    A family_confidence of 0 without the exact evidence (the lead memory belongs to another family
+    or cause: the look-alike), and every other check, refuse. (Why not inject: waiving the family
+    check on structure raised look-alike injections from 1 to 8 of 73 on the real-log dev set;
+    what each route is worth: ``docs/results.md``.) The SQL methods switch the exact and known-cause
+    routes off (``agents.sql_repair.SQL_RSCB_PARAMS``): a SQL memory that shares no table, column or
+    literal is from another database. A state saved before the two switches existed loads with
+    them off (``saved_without``), so a resumed run decides as it began.
 
     Checks on masked features (ablations) are skipped. With ``epsilon`` > 0 the policy explores
     uniformly among the *allowed* actions (never past the override); the propensity is exact.
@@ -88,6 +111,7 @@ class RSCBMC(_Linear):
     """
 
     name: ClassVar[str] = "rscb_mc"
+    saved_without: ClassVar[dict] = {"ask_when_exact": False, "ask_when_cause_agrees": False}
     alpha: float = 1.0
     mu: float = 2.0
     kappa: float = 0.0
@@ -106,6 +130,8 @@ class RSCBMC(_Linear):
     allow_abstention: bool = True
     use_override: bool = True
     ask_when_uncertain: bool = True
+    ask_when_exact: bool = True
+    ask_when_cause_agrees: bool = True
     contextual: bool = True
     seed: int = 0
 
@@ -124,7 +150,9 @@ class RSCBMC(_Linear):
         _number(self.name, "prior_threshold", self.prior_threshold, low=0.0, high=2.0)
         _number(self.name, "prior_count", self.prior_count, low=0.0)
         check_int(self.max_session_rejections, "max_session_rejections", low=1, where=self.name)
-        for key in ("allow_abstention", "use_override", "ask_when_uncertain", "contextual"):
+        for key in ("allow_abstention", "use_override", "ask_when_uncertain", "ask_when_exact",
+                    "ask_when_cause_agrees",
+                    "contextual"):
             check_bool(getattr(self, key), key, where=self.name)
 
     def _init_state(self) -> None:
@@ -182,6 +210,17 @@ class RSCBMC(_Linear):
             flags |= 16
         return flags
 
+    def _asks(self, x: Sequence[float], flags: int) -> bool:
+        """Does the override ask rather than refuse? (class doc: uncertain, exact, known cause)"""
+        if not self.ask_when_uncertain:
+            return False
+        if flags == 1:
+            if x[5] > 0:
+                return True
+            return self.ask_when_exact and self._err is not None and self._ent is not None and (
+                x[self._err] >= self.min_error_line_match and x[self._ent] >= self.min_entity_match)
+        return flags == 2 and self._check_family and self.ask_when_cause_agrees
+
     def decide(self, x, *, truth=None) -> Decision:
         x = _check_x(x)
         flags = 0
@@ -192,8 +231,7 @@ class RSCBMC(_Linear):
         else:
             if self.use_override:
                 flags = self.override_flags(x)
-            allowed = ALL if not flags else _ASK_ONLY if (
-                flags == 1 and x[5] > 0 and self.ask_when_uncertain) else _SAFE_IDX
+            allowed = ALL if not flags else _ASK_ONLY if self._asks(x, flags) else _SAFE_IDX
         mean_risk, w2 = self._predict_lists(x)
         cost = self.lambda_cost * (self._lat_w * x[self._lat] + self._tok_w * x[self._tok])
         alpha, mu, kappa = self.alpha, self.mu, self.kappa
