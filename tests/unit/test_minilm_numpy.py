@@ -217,6 +217,25 @@ def test_extra_sentence_transformers_modules_are_refused(tmp_path, model_dir):
         MiniLM(root)
 
 
+ASCII_PIECES = st.one_of(st.text(st.characters(max_codepoint=0x7F), max_size=12), st.sampled_from(
+    ["[SEP]", "E   ModuleNotFoundError: No module named 'requests'", "\r\n", "\x0b\x0c\x1f\x7f", "x" * 101]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ASCII_PIECES, max_size=30))
+def test_ascii_fast_path_equals_the_character_loops(our_tokenizer, pieces):
+    """``words`` takes ASCII text through translate + one regex; it must split as normalize + pre_tokenize."""
+    text = "".join(pieces)
+    assert our_tokenizer.words(text) == our_tokenizer.pre_tokenize(our_tokenizer.normalize(text)), repr(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(ASCII_PIECES, max_size=30))
+def test_ascii_text_matches_tokenizers(our_tokenizer, reference_tokenizer, pieces):
+    text = "".join(pieces)
+    assert our_tokenizer.encode(text) == reference_tokenizer.encode(text).ids, repr(text)
+
+
 # -- forward pass ------------------------------------------------------------------------------
 
 def test_vectors_do_not_depend_on_the_batch(numpy_minilm):
