@@ -304,3 +304,16 @@ def test_default_encoder_falls_back_to_numpy_without_sentence_transformers(model
     assert out["types"] == ["NumpyMiniLMEncoder"] * 4 and out["names"] == [MINILM_NAME] * 4
     assert out["dim"] == 384 and out["heavy"] == []
     np.testing.assert_allclose(out["vector"], numpy_minilm.encode(["no such column: singer.nam"])[0], atol=1e-6)
+
+
+def test_the_default_encoder_never_imports_torch_even_where_it_is_installed(model_dir):
+    """A first recall waited seconds for torch's import (issue 32); the NumPy runtime gives the same vectors."""
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers not installed: nothing could load torch")
+    code = ("import sys\nfrom repairmem.retrieval.encoders import resolve_encoder\n"
+            "encoder = resolve_encoder('default'); encoder.encode(['no such column: singer.nam'])\n"
+            "print(type(encoder).__name__, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n")
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["NumpyMiniLMEncoder", "False", "False"]
