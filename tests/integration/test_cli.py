@@ -8,7 +8,7 @@ import pytest
 
 from repairmem import memory_from_episode
 from repairmem.store import open_store
-from tests.conftest import make_episode
+from tests.conftest import make_episode, run_cli
 
 
 def run(*args, stdin=None):
@@ -64,6 +64,26 @@ def test_an_import_embeds_now_so_the_next_open_does_not(filled, tmp_path):
         assert store.vectors(name, ids)[0] == sorted(ids)             # every memory has its vector already
     with open_store(tmp_path / "later.db", read_only=True) as store:
         assert store.vectors(name, later)[0] == []
+
+
+def test_an_import_saves_the_index_so_the_first_open_maps_it(tmp_path, monkeypatch):
+    """A bulk import builds the retrieval index too: the next open maps it, nothing is rebuilt or embedded."""
+    from repairmem.retrieval import index as index_module
+    from repairmem.retrieval.encoders import HashingEncoder
+    monkeypatch.setattr(index_module, "_SAVE_MIN", 20)
+    source = tmp_path / "src.db"
+    with open_store(source) as store:
+        for i in range(40):
+            ep = make_episode(f"q{i}", i, namespace=f"db{i % 3}", solved=i % 4 != 0)
+            store.finalize(ep, memory_from_episode(ep))
+    run_json("memory", "export", "--store", source, "--out", tmp_path / "out")
+    files = sorted((tmp_path / "out").glob("*.jsonl"))
+    code, out, err = run_cli("memory", "import", "--store", tmp_path / "m.db", "--encoder", "hashing", *files, "--json")
+    assert code == 0 and json.loads(out)["imported"] == 40, err     # in this process: _SAVE_MIN patched
+    assert (tmp_path / "m.db.index" / "manifest.json").is_file()
+    with open_store(tmp_path / "m.db", read_only=True) as store:
+        index = index_module.MemoryIndex(store, HashingEncoder())
+        assert index.loaded and len(index) == 40 and index.embedded_on_sync == 0
 
 
 @pytest.mark.parametrize("position", [-5, 10 ** 30])

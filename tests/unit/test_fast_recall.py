@@ -136,7 +136,7 @@ def test_a_memory_scores_the_same_bits_whatever_pool_it_is_scored_in(tmp_path):
 def test_two_pools_ranked_on_two_threads_equal_one_thread(tmp_path, monkeypatch):
     """``retrieve`` ranks the positive and the negative pool side by side when both are large; the
     answer (ids, order, score bits, explanations) and the bounded path's counts are the same."""
-    from repairmem.retrieval import hybrid, index as index_module
+    from repairmem.retrieval import blas, hybrid
     rng = np.random.default_rng(11)
     store, index = build(tmp_path / "m.db", [memory(i, rng) for i in range(1200)], HashingEncoder(dim=32),
                          min_rows=16)
@@ -148,7 +148,7 @@ def test_two_pools_ranked_on_two_threads_equal_one_thread(tmp_path, monkeypatch)
         answers[label] = [retrieve(index, q, m) for q in queries for m in METHODS]
         stats[label] = index.fast_stats.pools - before
     assert answers["one thread"] == answers["two threads"] and stats["one thread"] == stats["two threads"] > 0
-    assert index_module._blas_users == 0      # every BLAS thread setting was restored
+    assert blas._blas_users == 0      # every BLAS thread setting was restored
     store.close()
 
 
@@ -160,14 +160,14 @@ def test_overlapping_blas_sections_give_each_thread_back_its_openmp_setting():
 
     import faiss
 
-    from repairmem.retrieval import index as index_module
+    from repairmem.retrieval import blas
     before = faiss.omp_get_max_threads()
     worker_after = []
     inside, main_left = threading.Event(), threading.Event()
 
     def worker():
         faiss.omp_set_num_threads(2)
-        with index_module._one_blas_thread():
+        with blas.one_blas_thread():
             inside.set()
             main_left.wait(10)
         worker_after.append(faiss.omp_get_max_threads())
@@ -175,12 +175,12 @@ def test_overlapping_blas_sections_give_each_thread_back_its_openmp_setting():
     try:
         faiss.omp_set_num_threads(2)
         thread = threading.Thread(target=worker)
-        with index_module._one_blas_thread():   # the caller's pool enters first ...
+        with blas.one_blas_thread():   # the caller's pool enters first ...
             thread.start()
             assert inside.wait(10)
         main_left.set()                          # ... and leaves first, the worker's pool last
         thread.join(10)
-        assert index_module._blas_users == 0
+        assert blas._blas_users == 0
         assert (faiss.omp_get_max_threads(), worker_after) == (2, [2])
     finally:
         faiss.omp_set_num_threads(before)

@@ -169,3 +169,37 @@ def test_sq8_codes_are_saved_with_the_index_and_reopen_without_a_rebuild(tmp_pat
                 assert (retrieve(index, query, MERIT, query_vector=vector).explain()
                         == retrieve(exact, query, MERIT, query_vector=vector).explain())
             assert index.fast_stats.pools > 0
+
+
+class CountingEncoder:
+    """The hashing encoder, counting the texts it is asked to embed."""
+
+    def __init__(self):
+        self.inner, self.texts = HashingEncoder(dim=32), []
+        self.name, self.dim = self.inner.name, self.inner.dim
+
+    def encode(self, texts):
+        self.texts += list(texts)
+        return self.inner.encode(texts)
+
+
+def test_a_query_is_embedded_once_and_its_cached_vector_is_the_encoders(tmp_path, monkeypatch):
+    monkeypatch.setattr(index_module, "_QUERY_CACHE", 3)
+    with open_store(tmp_path / "m.db") as store:
+        add_memories(store, 1, 10)
+        encoder = CountingEncoder()
+        index = MemoryIndex(store, encoder)
+        encoder.texts.clear()
+        first = index.encode_query("select singer name")
+        again = index.encode_query("select singer name")
+        assert encoder.texts == ["select singer name"]                       # embedded once
+        assert np.array_equal(again, ENCODER.encode(["select singer name"])[0])
+        with pytest.raises(ValueError):
+            first[0] = 5.0                                                   # a shared vector is read-only
+        for text in ("a", "b", "c"):                                         # pushes the oldest out (3 kept)
+            assert np.array_equal(index.encode_query(text), ENCODER.encode([text])[0])
+        index.encode_query("select singer name")
+        assert encoder.texts.count("select singer name") == 2 and len(index._queries) == 3
+        query = RetrievalQuery("select singer name", "", TYPES[0], 20, "probe", "db0")
+        assert (retrieve(index, query, MERIT).explain()
+                == retrieve(index, query, MERIT, query_vector=ENCODER.encode([query.text])[0]).explain())

