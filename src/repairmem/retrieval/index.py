@@ -117,6 +117,7 @@ class MemoryIndex:
         self._block_of = np.full(16, -1, dtype=np.int32)     # variant id -> block number
         self._row_of = np.full(16, -1, dtype=np.int64)       # variant id -> row within its block
         self._last_id = 0
+        self._mark = store.lifecycle_mark()   # forgets and corrections the state below includes
         self.embedded_on_sync = 0   # how many stored memories had to be (re-)embedded here
         self._folder = store.index_path if persist else None
         self._saved = 0             # memories in the persisted generation this index holds
@@ -140,6 +141,8 @@ class MemoryIndex:
         if found is None:
             return
         manifest, arrays = found
+        if manifest.get("lifecycle", 0) != self._mark:
+            return       # a memory was forgotten or corrected since it was saved
         watermark = manifest["watermark"]
         docs = np.flatnonzero(arrays["block_of"] >= 0)
         known = np.asarray(self.store.variant_ids(), dtype=np.int64)
@@ -182,6 +185,7 @@ class MemoryIndex:
             if self.fast and block.n >= self.fast_min_rows:
                 arrays.update({f"sq8.{code}.{k}": v for k, v in self._quantized_block(code).state().items()})
         manifest = {**self._identity(), "watermark": top, "count": len(self), "fingerprint": fingerprint,
+                    "lifecycle": self._mark,
                     "blocks": [list(key) for key in keys]}
         try:
             if persist.save(self._folder, manifest, arrays):
@@ -192,8 +196,24 @@ class MemoryIndex:
     def __len__(self) -> int:
         return len(self.bm25)
 
+    def _reset(self) -> None:
+        """Empty, to be rebuilt from the store (its vectors are stored: nothing is embedded again)."""
+        self.bm25 = BlockedBM25(k1=self.bm25.k1, b=self.bm25.b)
+        self._blocks, self._block_code, self._block_type = [], {}, []
+        self._block_of = np.full(16, -1, dtype=np.int32)
+        self._row_of = np.full(16, -1, dtype=np.int64)
+        self._last_id, self._saved = 0, 0
+        with self._quantized_lock:
+            self._quantized = {}
+
     def sync(self) -> int:
-        """Add memories written since the last sync; return how many were added."""
+        """Add memories written since the last sync; return how many were added. After a forget or a
+        correct (the store's ``lifecycle_mark`` moved) the index is rebuilt: blocks are append-only, and
+        forgetting is rare enough that a rebuild from stored vectors is the simple, exact way."""
+        mark = self.store.lifecycle_mark()
+        if mark != self._mark:
+            self._reset()
+            self._mark = mark
         new_ids = self.store.variant_ids(after=self._last_id)
         for start in range(0, len(new_ids), _SYNC_CHUNK):
             self._add(new_ids[start:start + _SYNC_CHUNK])
