@@ -409,3 +409,45 @@ def test_a_forks_fix_never_reaches_the_victims_server(tmp_path):
     assert evil_id not in [c["id"] for c in abroad["candidates"]]
     assert [c["unverified"] for c in home["candidates"] if c["id"] == evil_id] == [True]
     assert "evil.example" not in home["text"] or "unverified: recorded by an agent" in home["text"]
+
+
+def test_the_done_when_session_over_a_bound_server(tmp_path):
+    """Issue 32's scripted session on one server bound to two projects: record in proj-a (verified);
+    proj-b does not see it before a verified reuse; the reuse at home (asked, confirmed, verified)
+    makes it eligible in proj-b, where it comes back; a false positive reported from proj-b leaves
+    proj-a's reading of the memory as it was; forget removes it everywhere."""
+    episode = {**EPISODE, "verified": True}
+
+    def recall(session, query_id, project):
+        return session.call_tool("recall", {"query_id": query_id, "namespace": project, "failure": {
+            "command": "python3 -m pytest tests/unit", "log": LOG}})
+
+    async def fp_rate(session, recall_id):
+        why = _payload(await session.call_tool("explain", {"recall_id": recall_id}))
+        return why["features"]["historical_false_positive_rate"]
+
+    async def body(session):
+        mid = _payload(await session.call_tool("record", episode))["memory_id"]
+        before = _payload(await recall(session, "b0", "proj-b"))
+        home = _payload(await recall(session, "a1", "proj-a"))
+        assert mid in [home["ask"]["memory_id"] if home["ask"] else None, *home["memory_ids"]], home
+        flags = {"confirmed": True} if home["ask"] else {}
+        _payload(await session.call_tool("feedback", {"recall_id": home["recall_id"], "verified": True, **flags}))
+        for i in range(4):      # the gate may ask in proj-b first: confirmed (used there), until it injects
+            abroad = _payload(await recall(session, f"b1-{i}", "proj-b"))
+            if abroad["inject"] or not abroad["ask"]:
+                break
+            _payload(await session.call_tool("feedback", {"recall_id": abroad["recall_id"], "confirmed": True}))
+        assert abroad["inject"] and mid in abroad["memory_ids"], abroad
+        _payload(await session.call_tool("feedback", {"recall_id": abroad["recall_id"], "false_positive": True}))
+        home_rate = await fp_rate(session, (_payload(await recall(session, "a2", "proj-a")))["recall_id"])
+        away_rate = await fp_rate(session, (_payload(await recall(session, "b2", "proj-b")))["recall_id"])
+        forgot = _payload(await session.call_tool("forget", {"memory_id": mid, "reason": "stale"}))
+        after = _payload(await recall(session, "a3", "proj-a"))
+        return mid, before, abroad, home_rate, away_rate, forgot, after
+
+    mid, before, abroad, home_rate, away_rate, forgot, after = anyio.run(
+        _session_run, tmp_path / "m.db", body, ("--namespace", "proj-a", "--namespace", "proj-b"))
+    assert mid not in [c["id"] for c in before["candidates"]]                 # not before a verified reuse
+    assert home_rate < away_rate                                              # proj-b's report stays in proj-b
+    assert forgot == {"forgotten": [mid]} and after["candidates"] == []

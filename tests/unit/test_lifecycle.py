@@ -79,3 +79,15 @@ def test_correct_replaces_the_fix_masks_secrets_and_keeps_provenance(tmp_path):
         with pytest.raises(InvalidInputError, match="correct: .*no memory with id 7"):
             memory.correct(7, "x")
         assert len(memory.history(m.id)) == 1
+
+
+def test_the_unverified_mark_survives_export_and_import(tmp_path):
+    with Memory.open(tmp_path / "a.db", encoder="hashing", policy=None) as memory:
+        memory.record(episode(1, "proj"), verified=False)
+        memory.record(episode(2, "proj", "uv run pytest tests/"))
+        memory.export(tmp_path / "out")
+    lines = (tmp_path / "out" / "positive.jsonl").read_text().splitlines()
+    assert ['"unverified": true' in line for line in lines] == [True, False]
+    with Memory.open(tmp_path / "b.db", encoder="hashing", policy=None) as again:
+        again.import_([tmp_path / "out" / "positive.jsonl"])
+        assert [m.unverified for m in again.memories()] == [True, False]

@@ -62,6 +62,7 @@ def test_writes_outside_the_binding_are_refused_and_change_nothing(tmp_path):
             with pytest.raises(InvalidInputError, match=match):
                 call()
         assert blue.stats() == before and blue.namespace == "team-blue"
+        assert before["by_namespace"] == {} and before["namespaces"] == ["team-blue"]   # team-red is not named
         assert other not in seen(blue.recall(failure("team-blue"), query_id="b"))
     with pytest.raises(InvalidInputError, match="at least one namespace"):
         Memory.open(path, encoder="hashing", policy=None, namespaces=[])
