@@ -59,8 +59,10 @@ the one that worked last: [{"command": ..., "outcome": "EXECUTION_ERROR", "error
 wrong result, TIMEOUT). Only the last attempt may be CORRECT. An episode that failed and was then repaired
 becomes a positive memory (failed step -> fix); one that never succeeded becomes a negative memory (a
 direction that did not work); one correct at the first attempt teaches nothing and stores no memory.
-`kind` is terminal (default) or sql (attempts with "sql"). Returns {memory_id, pattern, polarity,
-episode_id, position}."""
+`kind` is terminal (default) or sql (attempts with "sql"). Pass verified=true only when a check (tests,
+build) passed on the last attempt: otherwise the memory is shown marked unverified until a verified
+feedback confirms it. The server records only into its own namespaces (the project it serves). Returns
+{memory_id, pattern, polarity, episode_id, position, unverified}."""
 
 FEEDBACK_DOC = """\
 Report what happened after a recall; this is how the memory learns when to speak. Call it once per

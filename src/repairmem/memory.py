@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .addresses import redact
-from .check import check_int, check_label
+from .check import check_int, check_label, check_str
 from .domains import DEFAULT_DOMAINS, Diagnosis, Domain, SqlFailure, TerminalFailure, domain_for, domain_of_kind
 from .domains import retrieval_config
 from .errors import InvalidInputError
@@ -100,6 +100,12 @@ def _binding(namespaces) -> tuple[str, ...] | None:
     if not bound:
         raise InvalidInputError("Memory: namespaces must name at least one namespace (None: every namespace)")
     return bound
+
+
+def _who(reason: Any, actor: Any, verb: str) -> None:
+    """``forget``/``correct``'s ``reason`` (any text) and ``actor`` (a label): kept in the lifecycle log."""
+    check_str(reason, "reason", where=verb)
+    check_label(actor, "actor", where=verb)
 
 
 def _ask(memory: MemoryVariant, why: str) -> dict:
@@ -294,7 +300,7 @@ class Memory:
             check_label(memory.namespace, "memory namespace", where=where)
             check_label(memory.failure_type, "memory failure_type", where=where)
             memory, _ = masked_memory(memory)     # no credential is stored, shown or exported (secrets.py)
-            memory = memory.with_(unverified=not verified)
+            memory = memory.with_(unverified=memory.unverified or not verified)
         variant_id = self._store.finalize(episode, memory)
         return None if variant_id is None else self._store.get([variant_id])[0]
 
@@ -306,6 +312,7 @@ class Memory:
         an unknown id or a namespace that holds no memory is an error and changes nothing."""
         if memory_id is None and namespace is None:
             raise InvalidInputError("forget: give memory_id (one memory) or namespace (all of its memories)")
+        _who(reason, actor, "forget")
         if namespace is not None:
             check_label(namespace, "namespace", where="forget")
         if memory_id is None:
@@ -328,6 +335,7 @@ class Memory:
             raise InvalidInputError(f"correct: fix must be a non-empty string, got {fix!r}")
         if namespace is not None:
             check_label(namespace, "namespace", where="correct")
+        _who(reason, actor, "correct")
         self._owned_memory(memory_id, namespace, "correct")
         corrected = self._store.correct(memory_id, mask_secrets(fix), actor=actor, reason=reason)
         self._index.sync()

@@ -91,3 +91,13 @@ def test_the_unverified_mark_survives_export_and_import(tmp_path):
     with Memory.open(tmp_path / "b.db", encoder="hashing", policy=None) as again:
         again.import_([tmp_path / "out" / "positive.jsonl"])
         assert [m.unverified for m in again.memories()] == [True, False]
+
+
+def test_reason_and_actor_are_checked_before_anything_is_written(tmp_path):
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:
+        m = memory.record(episode(1, "proj"))
+        with pytest.raises(InvalidInputError, match="reason"):
+            memory.forget(m.id, reason={"x": 1})
+        with pytest.raises(InvalidInputError, match="actor"):
+            memory.correct(m.id, "uv run pytest", actor="")
+        assert memory.history(m.id) == [] and memory.get([m.id])[0].after == m.after

@@ -171,6 +171,7 @@ class PostgresMemoryStore(SQLStoreBase):
     # One implementation of causal eligibility for both backends: it reads ``self._refresh()``.
     eligible_ids = SQLiteMemoryStore.eligible_ids
     candidates = SQLiteMemoryStore.candidates
+    _listed = SQLiteMemoryStore._listed
     index_path = None     # no folder beside a server: ``MemoryIndex`` is built in memory on open
 
     def __init__(self, url: str, *, embedder: Embedder | None = None, connect_timeout_s: float = 30.0,

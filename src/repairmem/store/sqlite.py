@@ -372,9 +372,17 @@ class SQLiteMemoryStore(SQLStoreBase):
                    polarity: Polarity | None = None, kind: str | None = None,
                    failure_type: str | None = None, namespaces: Sequence[str] | None = None,
                    reused_abroad: bool = False) -> list[MemoryVariant]:
-        return self.get(self.eligible_ids(position=position, query_id=query_id, namespace=namespace, scope=scope,
-                                          polarity=polarity, kind=kind, failure_type=failure_type,
-                                          namespaces=namespaces, reused_abroad=reused_abroad).tolist())
+        return self._listed(self.eligible_ids(position=position, query_id=query_id, namespace=namespace, scope=scope,
+                                              polarity=polarity, kind=kind, failure_type=failure_type,
+                                              namespaces=namespaces, reused_abroad=reused_abroad).tolist())
+
+    def _listed(self, ids: list[int]) -> list[MemoryVariant]:
+        """The memories of ids the store itself listed: one it cannot read back is damage, not bad input."""
+        try:
+            return self.get(ids)
+        except InvalidInputError as exc:
+            raise StoreError(f"{exc}, though the store lists it: the file is damaged; restore it from a "
+                             "backup") from None
 
     @_guarded
     def get(self, ids: Sequence[int]) -> list[MemoryVariant]:
@@ -406,7 +414,7 @@ class SQLiteMemoryStore(SQLStoreBase):
 
     @_guarded
     def all_variants(self) -> list[MemoryVariant]:
-        return self.get(self.variant_ids())
+        return self._listed(self.variant_ids())
 
     @_guarded
     def __len__(self) -> int:
