@@ -1,6 +1,6 @@
 """What a ``forget`` costs on a store of N terminal memories: the forget itself (one transaction, then
-the index rebuilt from the stored vectors: ``MemoryIndex.sync`` after the store's lifecycle mark
-moved) and the next recall, against a recall with nothing forgotten. The store is imported and
+``MemoryIndex.sync`` unlinking the memory's rows after the store's lifecycle mark moved) and the
+next recall, against a recall with nothing forgotten. The store is imported and
 embedded as a user imports it (``Memory.import_`` with the encoder), in this process.
 
     python benchmarks/forget_cost.py --sizes 1000 10000 --encoder hashing

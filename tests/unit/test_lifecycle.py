@@ -38,7 +38,7 @@ def test_forget_one_memory_leaves_retrieval_and_stays_gone_after_reopen(tmp_path
         assert set(ids(memory.recall(failure("proj"), query_id="x"))) == {a, b}
         assert memory.forget(a, reason="stale") == [a]
         assert ids(memory.recall(failure("proj"), query_id="y")) == [b]
-        assert len(memory._index) == 1           # its index entry went too, not only its eligibility
+        assert memory._index._block_of[a] == -1  # its index entry went too, not only its eligibility
         assert memory.history(a)[0]["action"] == "forget" and memory.history(a)[0]["reason"] == "stale"
     with Memory.open(path, encoder="hashing", policy=None) as memory:
         assert ids(memory.recall(failure("proj"), query_id="z")) == [b]
@@ -101,3 +101,30 @@ def test_reason_and_actor_are_checked_before_anything_is_written(tmp_path):
         with pytest.raises(InvalidInputError, match="actor"):
             memory.correct(m.id, "uv run pytest", actor="")
         assert memory.history(m.id) == [] and memory.get([m.id])[0].after == m.after
+
+
+def test_a_forget_deletes_the_persisted_index_and_the_next_open_saves_a_clean_one(tmp_path):
+    import json
+    path = tmp_path / "m.db"
+    lines = []
+    for i in range(1100):        # past the index's first save (1,000 memories)
+        ep = episode(i, f"p{i % 7}", f".venv/bin/python -m pytest tests/t{i}")
+        lines.append(ep)
+    with Memory.open(path, encoder="hashing", policy=None) as memory:
+        ids = [memory.record(ep).id for ep in lines]
+        memory.recall(failure("p1"), query_id="warm")
+        manifest = tmp_path / "m.db.index" / "manifest.json"
+        assert manifest.is_file() and json.loads(manifest.read_text())["count"] == 1100
+        memory.forget(ids[5])
+        assert not manifest.exists() and not list((tmp_path / "m.db.index").glob("*.npy"))
+        row = memory._index._row_of[ids[8]]
+        memory.correct(ids[8], "uv run pytest tests/t8")
+        index = memory._index
+        assert index._block_of[ids[8]] >= 0 and index._row_of[ids[8]] != row   # added again, as corrected
+        assert index._row_of[ids[8]] == index._blocks[index._block_of[ids[8]]].n - 1
+        assert ids[5] not in {s.memory.id for s in memory.recall(failure("p5"), query_id="x").candidates}
+        assert not manifest.exists()                 # never saved while unlinked rows are held
+    with Memory.open(path, encoder="hashing", policy=None) as memory:
+        assert memory._index.loaded is False         # rebuilt from the store, then saved clean
+        assert json.loads(manifest.read_text())["count"] == 1099
+        assert memory._index._block_of[ids[5]] == -1 and memory.get([ids[8]])[0].after == "uv run pytest tests/t8"

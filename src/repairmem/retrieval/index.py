@@ -118,6 +118,7 @@ class MemoryIndex:
         self._row_of = np.full(16, -1, dtype=np.int64)       # variant id -> row within its block
         self._last_id = 0
         self._mark = store.lifecycle_mark()   # forgets and corrections the state below includes
+        self._unlinked = False                # rows of forgotten or corrected memories are held here
         self.embedded_on_sync = 0   # how many stored memories had to be (re-)embedded here
         self._folder = store.index_path if persist else None
         self._saved = 0             # memories in the persisted generation this index holds
@@ -196,28 +197,34 @@ class MemoryIndex:
     def __len__(self) -> int:
         return len(self.bm25)
 
-    def _reset(self) -> None:
-        """Empty, to be rebuilt from the store (its vectors are stored: nothing is embedded again)."""
-        self.bm25 = BlockedBM25(k1=self.bm25.k1, b=self.bm25.b)
-        self._blocks, self._block_code, self._block_type = [], {}, []
-        self._block_of = np.full(16, -1, dtype=np.int32)
-        self._row_of = np.full(16, -1, dtype=np.int64)
-        self._last_id, self._saved = 0, 0
-        with self._quantized_lock:
-            self._quantized = {}
+    def _lifecycle(self, changes: list[tuple[str, int]]) -> None:
+        """Apply forgets and corrections (``store.lifecycle_since``): each memory's rows are unlinked
+        (no pool reaches them again; BM25 statistics are the pool's own, so scores are as if they never
+        were), a corrected one is added again as a new row, and the persisted generation, which holds
+        the old rows, is deleted; none is saved while unlinked rows remain in this process."""
+        touched = sorted({vid for _, vid in changes if vid < len(self._block_of) and self._block_of[vid] >= 0})
+        if not touched:
+            return
+        self._block_of[touched], self._row_of[touched] = -1, -1
+        self._unlinked = True
+        if self._folder and not self.store.read_only:
+            persist.drop(self._folder)
+        gone = {vid for action, vid in changes if action == "forget"}
+        again = [vid for vid in touched if vid not in gone]
+        if again:
+            self._add(again)
 
     def sync(self) -> int:
-        """Add memories written since the last sync; return how many were added. After a forget or a
-        correct (the store's ``lifecycle_mark`` moved) the index is rebuilt: blocks are append-only, and
-        forgetting is rare enough that a rebuild from stored vectors is the simple, exact way."""
+        """Add memories written since the last sync, after applying the forgets and corrections since
+        (the store's ``lifecycle_mark`` moved); return how many were added."""
         mark = self.store.lifecycle_mark()
         if mark != self._mark:
-            self._reset()
+            self._lifecycle(self.store.lifecycle_since(self._mark))
             self._mark = mark
         new_ids = self.store.variant_ids(after=self._last_id)
         for start in range(0, len(new_ids), _SYNC_CHUNK):
             self._add(new_ids[start:start + _SYNC_CHUNK])
-        if (self._folder and len(self) and not self.store.read_only
+        if (self._folder and len(self) and not self.store.read_only and not self._unlinked
                 and len(self) - self._saved >= max(_SAVE_MIN, self._saved // 100)):
             self._save()
         return len(new_ids)
@@ -256,7 +263,7 @@ class MemoryIndex:
             self._block_of[memory.id] = code
             self._row_of[memory.id] = self.bm25.add(code, bm25_text(memory))   # == block.n: same rows
             block.append(vector[None, :])
-        self._last_id = ids[-1]
+        self._last_id = max(self._last_id, ids[-1])     # a corrected memory comes back below it
 
     def encode_query(self, text: str) -> np.ndarray:
         return np.asarray(self.encoder.encode([text]), dtype=np.float32)[0]

@@ -453,7 +453,7 @@ def _reconnecting(method, *, retry: bool):
 # reads and idempotent writes (finalize merges a repeated episode, put_vectors overwrites, a keyed
 # record_feedback counts once) retry on a new session; import_variants and an unkeyed record_feedback do not
 for _name, _retry in (("finalize", True), ("import_variants", False), ("record_feedback", False),
-                      ("forget", False), ("correct", False), ("history", True), ("lifecycle_mark", True),
+                      ("forget", False), ("correct", False), ("history", True), ("lifecycle_mark", True), ("lifecycle_since", True),
                       ("namespace_counters", True),
                       ("put_vectors", True), ("vectors", True), ("variant_ids", True), ("eligible_ids", True),
                       ("candidates", True), ("get", True), ("all_variants", True), ("__len__", True),

@@ -104,6 +104,9 @@ class MemoryStore(Protocol):
     def namespace_counters(self, ids: Sequence[int]) -> dict:
         """{id: {namespace: Counters}}: what each namespace's feedback gave those of ``ids`` with any."""
 
+    def lifecycle_since(self, mark: int) -> list:
+        """(action, memory id) of each forget and correct since ``lifecycle_mark`` was ``mark``, in order."""
+
     def lifecycle_mark(self) -> int:
         """Grows with every forget or correct (0: none yet): an index built at another mark is stale."""
 

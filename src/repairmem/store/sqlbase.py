@@ -328,6 +328,13 @@ class SQLStoreBase:
         return [{"action": a, "namespace": ns, "original": o, "replacement": r, "actor": who, "reason": why,
                  "at": at} for a, ns, o, r, who, why, at in rows]
 
+    def lifecycle_since(self, mark: int) -> list[tuple[str, int]]:
+        """(action, memory id) of every forget and correct after ``lifecycle_mark`` was ``mark``, in order."""
+        if not self._has_v5():
+            return []
+        return [(a, int(v)) for a, v in self._db.execute(
+            f"SELECT action, variant_id FROM lifecycle WHERE id > {self.PARAM} ORDER BY id", (int(mark),))]
+
     def lifecycle_mark(self) -> int:
         """The newest ``lifecycle`` row's id (0: nothing forgotten or corrected): how an index knows to rebuild."""
         if not self._has_v5():

@@ -214,6 +214,7 @@ class SQLiteMemoryStore(SQLStoreBase):
     correct = _guarded(SQLStoreBase.correct)
     history = _guarded(SQLStoreBase.history)
     lifecycle_mark = _guarded(SQLStoreBase.lifecycle_mark)
+    lifecycle_since = _guarded(SQLStoreBase.lifecycle_since)
     _reused = _guarded(SQLStoreBase._reused)
     namespace_counters = _guarded(SQLStoreBase.namespace_counters)
     import_variants = _guarded(SQLStoreBase.import_variants)
