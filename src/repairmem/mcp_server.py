@@ -407,6 +407,8 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
         raise RepairmemError(f"--host {host} serves the memory beyond this machine: set {TOKEN_ENV} to a secret "
                              "that every client sends as 'Authorization: Bearer <token>', or serve on 127.0.0.1")
     _server_class()                                       # a missing SDK fails before the store is opened
+    if namespaces and ALL_NAMESPACES in namespaces and len(namespaces) > 1:
+        raise RepairmemError("--namespace '*' (every namespace) cannot be given with other namespaces")
     bound = None if namespaces == [ALL_NAMESPACES] else (namespaces or [default_namespace()])
     if bound is not None:
         for name in bound:

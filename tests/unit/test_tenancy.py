@@ -111,3 +111,15 @@ def test_a_false_positive_in_one_project_does_not_silence_the_memory_in_another(
         assert rate("home", "h1")[0] == prior                 # home reads its own counters
         assert rate("poetry", "p1")[0] > prior                # the project that reported it reads its own
         assert memory.get([mid])[0].counters.false_positives == 1   # the totals still count it
+
+
+def test_the_servers_namespaces_are_checked_before_it_serves(tmp_path):
+    from repairmem.mcp_server import default_namespace
+    from tests.conftest import run_cli
+    for args, message in ((("--namespace", "a", "--namespace", "*"), "cannot be given with other namespaces"),
+                          (("--namespace", " padded"), "a space at one end")):
+        code, out, err = run_cli("mcp", "--store", tmp_path / "m.db", *args)
+        assert code == 2 and message in err, err
+    assert not (tmp_path / "m.db").exists()
+    assert default_namespace(str(tmp_path / "my project")) == "my project"
+    assert default_namespace("/") == "default"
