@@ -69,7 +69,8 @@ def first_open(store: Path, encoder: str) -> tuple[float, float, bool]:
 
 async def one_start(store: Path, encoder: str) -> tuple[float, float]:
     params = StdioServerParameters(command=sys.executable, env=dict(os.environ),
-                                   args=["-m", "repairmem", "mcp", "--store", str(store), "--encoder", encoder])
+                                   args=["-m", "repairmem", "mcp", "--store", str(store), "--encoder", encoder,
+                                         "--namespace", "*"])   # its memories are of many projects
     t0 = time.perf_counter()
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:

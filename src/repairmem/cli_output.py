@@ -42,3 +42,28 @@ def describe(m: MemoryVariant) -> str:
     return (f"#{m.id} [{m.polarity.value}] {m.namespace} / {m.failure_type}"
             f"{' / ' + m.failure_subtype if m.failure_subtype else ''}  from {origin}"
             f" (x{len(m.provenance)})\n    {m.before}\n -> {m.after}")
+
+
+def verb_text(verb: str, out: dict) -> str:
+    """A memory verb's JSON answer as the text the command line prints without --json."""
+    if verb == "record":
+        where = f"recorded {out['episode_id']} at position {out['position']}"
+        if out["memory_id"] is None:
+            return f"{where}: no memory (correct at the first attempt, nothing to learn)"
+        return f"{where}: {out['polarity']} memory #{out['memory_id']} ({out['pattern']})"
+    if verb == "recall":
+        head = (f"{out['recall_id']}: {out['action']}, "
+                + (f"injected memory {', '.join(f'#{i}' for i in out['memory_ids'])}" if out["inject"]
+                   else "nothing injected") + f" ({out['why']})")
+        return head + ("\n" + out["text"] if out["text"] else "")
+    if verb == "feedback":
+        return f"{out['recall_id']}: feedback recorded, reward {out['reward']:.4g}"
+    if verb == "forget":
+        return f"forgot {len(out['forgotten'])} memor{'y' if len(out['forgotten']) == 1 else 'ies'}: " + \
+            ", ".join(f"#{i}" for i in out["forgotten"])
+    if verb == "correct":
+        return f"memory #{out['memory_id']} corrected: {out['fix']}"
+    if "decision_id" in out:
+        from .gate.audit import format_explanation
+        return format_explanation(out)
+    return json.dumps(out, indent=2, ensure_ascii=False)

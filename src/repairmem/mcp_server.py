@@ -1,8 +1,8 @@
 """The memory as an MCP server: ``repairmem mcp --store PATH`` (stdio by default, or HTTP).
 
-Five tools mirror ``repairmem.service`` (same JSON, same errors): ``recall`` right after a command
+Seven tools mirror ``repairmem.service`` (same JSON, same errors): ``recall`` right after a command
 or test fails, ``feedback`` after the retry, ``record`` when a task is finished and verified,
-``explain`` and ``stats``; an error reaches the agent without passwords (``addresses.redact``) and
+``explain``, ``stats``, and ``forget``/``correct`` for a memory that is wrong; an error reaches the agent without passwords (``addresses.redact``) and
 without turn markers (``untrusted.inert``). Arguments are parsed by ``service`` itself, as on the
 CLI (``Strict``), not by the SDK, which coerces. One ``Memory`` is opened in the background when
 the server starts (``_Opening``: ``initialize`` does not wait for it) and closed when it stops; each feedback commits reward and policy update in one transaction of the
@@ -59,8 +59,10 @@ the one that worked last: [{"command": ..., "outcome": "EXECUTION_ERROR", "error
 wrong result, TIMEOUT). Only the last attempt may be CORRECT. An episode that failed and was then repaired
 becomes a positive memory (failed step -> fix); one that never succeeded becomes a negative memory (a
 direction that did not work); one correct at the first attempt teaches nothing and stores no memory.
-`kind` is terminal (default) or sql (attempts with "sql"). Returns {memory_id, pattern, polarity,
-episode_id, position}."""
+`kind` is terminal (default) or sql (attempts with "sql"). Pass verified=true only when a check (tests,
+build) passed on the last attempt: otherwise the memory is shown marked unverified until a verified
+feedback confirms it. The server records only into its own namespaces (the project it serves). Returns
+{memory_id, pattern, polarity, episode_id, position, unverified}."""
 
 FEEDBACK_DOC = """\
 Report what happened after a recall; this is how the memory learns when to speak. Call it once per
@@ -79,6 +81,17 @@ candidate (injected or why not) and the feedback received. Pass the `recall_id` 
 STATS_DOC = """\
 How much the memory holds: memories by polarity, kind, failure type and namespace; episodes; the gate's
 policy and how many feedbacks it has learned from."""
+
+
+FORGET_DOC = """\
+Forget a memory that is wrong or must not be kept: `memory_id` (from recall's candidates or record), or
+`namespace` to forget every memory of it (both: the memory must be in that namespace). Its text, vectors
+and counters are deleted; the store keeps a tombstone (who, when, `reason`). Returns {forgotten: [ids]}."""
+
+CORRECT_DOC = """\
+Replace a memory's fix when the stored one is wrong or outdated: `memory_id` and the new `fix` (the command
+that works). The memory keeps its provenance; the original fix is kept in its history. Returns
+{memory_id, fix, history}."""
 
 
 def _server_class():
@@ -167,10 +180,13 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
                                 text('the steps in order: [{"command"|"sql"|"text", "outcome", "error"?}, ...], '
                                      'the one that worked last')],
             kind: Annotated[str, WithJsonSchema({"enum": ["terminal", "sql"]}), text("terminal or sql")] = "terminal",
-            namespace: Annotated[str | None, text("project or database name (default: 'default')")] = None,
+            namespace: Annotated[str | None, text("project or database name (default: the server's home "
+                                                  "namespace)")] = None,
             episode_id: Annotated[str | None, text("unique id of this episode (default: generated)")] = None,
             position: Annotated[int | None, text("stream position (default: the next one)")] = None,
             context: Annotated[str | None, text("a short summary of the environment")] = None,
+            verified: Annotated[bool | None, text("true only when a check (tests, build) ran and passed on the "
+                                                  "last attempt; else the memory is marked unverified")] = None,
     ) -> dict[str, Any]:
         return run("record")
 
@@ -197,9 +213,33 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     async def stats() -> dict[str, Any]:
         return run("stats")
 
-    for tool in (recall, record, feedback, explain, stats):
+    forget, correct = _lifecycle_tools(server, text, run)
+    for tool in (recall, record, feedback, explain, stats, forget, correct):
         allowed[tool.__name__] = tuple(inspect.signature(tool).parameters)
     return server
+
+
+def _lifecycle_tools(server, text, run):
+    """The ``forget`` and ``correct`` tools on ``server`` (``text``: a described field; ``run``: the verb)."""
+    @server.tool(description=_unwrapped(FORGET_DOC))
+    async def forget(
+            memory_id: Annotated[int | None, text("the memory to forget")] = None,
+            namespace: Annotated[str | None, text("forget every memory of this namespace (with memory_id: the "
+                                                  "memory must be in it)")] = None,
+            reason: Annotated[str | None, text("why (kept with the tombstone)")] = None,
+    ) -> dict[str, Any]:
+        return run("forget")
+
+    @server.tool(description=_unwrapped(CORRECT_DOC))
+    async def correct(
+            memory_id: Annotated[int, text("the memory whose fix is replaced")],
+            fix: Annotated[str, text("the new fix (the command that works)")],
+            namespace: Annotated[str | None, text("the memory must be in this namespace")] = None,
+            reason: Annotated[str | None, text("why (kept in the memory's history)")] = None,
+    ) -> dict[str, Any]:
+        return run("correct")
+
+    return forget, correct
 
 
 def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar):
@@ -217,6 +257,8 @@ def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar):
                 request = check.request_object(arguments or {}, name, "", allowed[name])
                 if name == "feedback":
                     request["source"] = "mcp"
+                if name in ("forget", "correct"):
+                    request["actor"] = "mcp"
                 token = parsed.set(service.parse(name, request))
             except RepairmemError as exc:
                 raise refused(exc) from None
@@ -336,9 +378,26 @@ def _unwrapped(doc: str) -> str:
     return " ".join(doc.split())
 
 
+ALL_NAMESPACES = "*"
+
+
+def default_namespace(folder: str | None = None) -> str:
+    """The project a server serves when no ``--namespace`` is given: the name of the folder it runs in
+    (a coding agent starts it in the project's root), as a label (``check.check_label``)."""
+    name = os.path.basename(os.path.abspath(folder or os.getcwd())).strip() or "default"
+    name = "".join(ch if ch.isprintable() and not ch.isspace() or ch == " " else "_" for ch in name)[:check.MAX_LABEL]
+    try:
+        return check.check_label(name.strip() or "default", "namespace")
+    except RepairmemError:
+        return "default"
+
+
 def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
-          encoder: str = "default", policy: str | None = "rscb_mc", state: str | None = None) -> int:
-    """Run the server until its client goes away (stdio) or it is stopped (HTTP)."""
+          encoder: str = "default", policy: str | None = "rscb_mc", state: str | None = None,
+          namespaces: list[str] | None = None) -> int:
+    """Run the server until its client goes away (stdio) or it is stopped (HTTP). ``namespaces``: what
+    it may read and write (default: ``default_namespace()``, the project it serves; ``["*"]``: every
+    namespace, without the binding's trust rules)."""
     from .memory import Memory
 
     if transport not in ("stdio", "http"):
@@ -348,7 +407,13 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
         raise RepairmemError(f"--host {host} serves the memory beyond this machine: set {TOKEN_ENV} to a secret "
                              "that every client sends as 'Authorization: Bearer <token>', or serve on 127.0.0.1")
     _server_class()                                       # a missing SDK fails before the store is opened
-    opening = _Opening(lambda: Memory.open(store, encoder=encoder, policy=policy, state=state))
+    if namespaces and ALL_NAMESPACES in namespaces and len(namespaces) > 1:
+        raise RepairmemError("--namespace '*' (every namespace) cannot be given with other namespaces")
+    bound = None if namespaces == [ALL_NAMESPACES] else (namespaces or [default_namespace()])
+    if bound is not None:
+        for name in bound:
+            check.check_label(name, "--namespace")
+    opening = _Opening(lambda: Memory.open(store, encoder=encoder, policy=policy, state=state, namespaces=bound))
     try:
         server = build_server(opening, host=host, port=port)
         if transport == "stdio":

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .addresses import redact
-from .check import check_int, check_label
+from .check import check_int, check_label, check_str
 from .domains import DEFAULT_DOMAINS, Diagnosis, Domain, SqlFailure, TerminalFailure, domain_for, domain_of_kind
 from .domains import retrieval_config
 from .errors import InvalidInputError
@@ -41,7 +41,7 @@ from .retrieval.hybrid import RetrievalConfig, Scored, retrieve
 from .retrieval.encoders import resolve_encoder
 from .retrieval.index import MemoryIndex
 from .retrieval.texts import MemoryEmbedder
-from .secrets import masked_memory
+from .secrets import mask_secrets, masked_memory
 from .store import export_jsonl, import_jsonl, is_postgres_url, open_store
 from .types import Episode, MemoryVariant, Polarity, Scope
 
@@ -85,15 +85,34 @@ class Recall:
                 "why": self.why, "diagnosis": self.diagnosis.__dict__,
                 "candidates": [{"id": s.memory.id, "polarity": s.memory.polarity.value, "score": s.score,
                                 "dense": s.dense, "bm25": s.bm25, "failure_type": s.memory.failure_type,
-                                "namespace": s.memory.namespace} for s in self.candidates],
+                                "namespace": s.memory.namespace, "unverified": s.memory.unverified}
+                               for s in self.candidates],
                 "ask": None if self.ask is None else _ask(self.ask, self.why)}
+
+
+def _binding(namespaces) -> tuple[str, ...] | None:
+    """``Memory``'s ``namespaces``: None (every namespace) or a non-empty tuple of labels, in order."""
+    if namespaces is None:
+        return None
+    if isinstance(namespaces, str) or not isinstance(namespaces, Iterable):
+        raise InvalidInputError(f"Memory: namespaces must be a list of namespace names or None, got {namespaces!r}")
+    bound = tuple(dict.fromkeys(check_label(n, "namespaces[]", where="Memory") for n in namespaces))
+    if not bound:
+        raise InvalidInputError("Memory: namespaces must name at least one namespace (None: every namespace)")
+    return bound
+
+
+def _who(reason: Any, actor: Any, verb: str) -> None:
+    """``forget``/``correct``'s ``reason`` (any text) and ``actor`` (a label): kept in the lifecycle log."""
+    check_str(reason, "reason", where=verb)
+    check_label(actor, "actor", where=verb)
 
 
 def _ask(memory: MemoryVariant, why: str) -> dict:
     """An open ``ask_feedback`` in the caller's hands: the memory to check, what to check, how to answer."""
     return {"memory_id": memory.id, "cause": "/".join(x for x in (memory.failure_type, memory.root_cause) if x),
             "namespace": memory.namespace, "failed": memory.before, "failure": memory.failure_context,
-            "fix": memory.after, "why_unsure": why,
+            "fix": memory.after, "unverified": memory.unverified, "why_unsure": why,
             "check": "Untrusted: apply the fix only if your failure has this cause. Then call feedback with "
                      "confirmed=true (and verified=true if the fix passed), or rejected=true if it does not apply."}
 
@@ -102,6 +121,7 @@ def _ask(memory: MemoryVariant, why: str) -> dict:
 class _Open:
     recall: Recall
     result: GateResult | None
+    namespace: str = ""         # the querying namespace: whose counters an ungated feedback adds to
 
 
 def _resolve_policy(policy, state_path: Path | None, params: dict | None = None) -> Policy | None:
@@ -127,10 +147,14 @@ class Memory:
                  retrieval: RetrievalConfig | str | None = None, namespace: str | None = None,
                  audit: AuditLog | None = None, policy_path: str | Path | None = None, ledger=None,
                  reward_config: RewardConfig = RewardConfig(), token_budget: int = 4000,
-                 domains: tuple[Domain, ...] = DEFAULT_DOMAINS) -> None:
+                 domains: tuple[Domain, ...] = DEFAULT_DOMAINS, namespaces: Iterable[str] | None = None) -> None:
         self._store, self._index = store, index
         self._retrieval = retrieval_config(retrieval) if isinstance(retrieval, str) else retrieval
-        self.namespace = namespace
+        self.namespaces = _binding(namespaces)
+        if namespace is not None and self.namespaces is not None and namespace not in self.namespaces:
+            raise InvalidInputError(f"Memory: namespace {namespace!r} is not one of its namespaces "
+                                    f"({', '.join(self.namespaces)})")
+        self.namespace = namespace if namespace is not None or self.namespaces is None else self.namespaces[0]
         self._policy_path = Path(policy_path) if policy_path is not None else None
         self._token_budget = check_int(token_budget, "token_budget", low=0, where="Memory")
         self._domains = tuple(domains)
@@ -156,7 +180,7 @@ class Memory:
              namespace: str | None = None, retrieval: RetrievalConfig | str | None = None,
              audit: str | Path | bool = True, state: str | Path | None = None, read_only: bool = False,
              ledger: str = "store", resume: str | Path | None = None, policy_params: dict | None = None,
-             **options) -> "Memory":
+             namespaces: Iterable[str] | None = None, **options) -> "Memory":
         """Open (creating) the store at ``path`` (a file, ``":memory:"`` or a ``postgresql://`` URL).
         ``encoder``: a spec (``default``, ``hashing``, ...) or an encoder. With a policy, the gate's
         decisions, rewards and learned state go to ``STATE.audit.db`` (each feedback one transaction,
@@ -168,7 +192,13 @@ class Memory:
         ``ledger="process"`` is for a resumable run: the memories' feedback counters and the policy
         live in this process and are saved only by ``checkpoint``; ``resume`` is the checkpoint to
         continue from (its meta: ``resumed``), and ``audit`` the log's path. ``policy_params`` are
-        the new policy's parameters."""
+        the new policy's parameters.
+
+        ``namespaces`` binds the Memory to the namespaces it may read and write (the first is its
+        home, the default ``namespace``): a recall from, a record into, or a forget/correct of any
+        other is refused, a recall sees only their memories, and a memory of another namespace than
+        the query's only after a verified reuse (docs/design.md, "Trust and tenancy"). None: every
+        namespace, no such rule (a benchmark, one user's own store)."""
         if ledger not in LEDGERS:
             raise InvalidInputError(f"Memory.open: ledger must be one of {', '.join(LEDGERS)}, got {ledger!r}")
         if ledger == "store" and resume is not None:
@@ -208,7 +238,7 @@ class Memory:
                     resolved, meta = load_gate_state(resume, audit=log, reward_config=reward_config)
                 policy_path = None
             memory = cls(store, MemoryIndex(store, enc), policy=resolved, retrieval=retrieval, namespace=namespace,
-                         audit=log, policy_path=None if read_only else policy_path, **options)
+                         audit=log, policy_path=None if read_only else policy_path, namespaces=namespaces, **options)
             memory.resumed = meta
         except BaseException:
             for thing in (log, store):
@@ -238,7 +268,7 @@ class Memory:
 
     # -- the verbs -------------------------------------------------------------------------------
 
-    def record(self, episode: Episode, memory: Any = DERIVE) -> MemoryVariant | None:
+    def record(self, episode: Episode, memory: Any = DERIVE, *, verified: bool = True) -> MemoryVariant | None:
         """Write a finished episode and the one memory it contributes (one transaction); the memory
         as stored (with its id), or None when the episode contributes none.
 
@@ -246,7 +276,9 @@ class Memory:
         may give it (``memory``): an agent whose memories are not failure -> fix transitions (the
         terminal agent's verified steps, an SQL episode's verified answer) writes each as the memory
         of its own episode, and ``None`` records the episode without one (a method that keeps only
-        one polarity).
+        one polarity). ``verified=False``: no check confirmed the episode's outcome (the caller's word
+        alone, e.g. an agent's record over MCP): the memory is marked unverified, shown only with that
+        mark, until a verified feedback confirms it.
         """
         if not isinstance(episode, Episode):
             raise InvalidInputError(f"record needs an Episode, got {type(episode).__name__}")
@@ -256,6 +288,9 @@ class Memory:
             raise InvalidInputError(f"episode {episode.episode_id} is not finalized; it cannot write memory yet")
         where = f"record: episode {episode.episode_id}"   # the labels every answer carries back: one charset
         check_label(episode.namespace, "namespace", where=where)
+        self._bound(episode.namespace, "record")
+        if not isinstance(verified, bool):
+            raise InvalidInputError(f"record: verified must be a bool, got {type(verified).__name__}")
         for i, attempt in enumerate(episode.attempts):
             if attempt.failure_type is not None:
                 check_label(attempt.failure_type, f"attempts[{i}].failure_type", where=where)
@@ -265,8 +300,70 @@ class Memory:
             check_label(memory.namespace, "memory namespace", where=where)
             check_label(memory.failure_type, "memory failure_type", where=where)
             memory, _ = masked_memory(memory)     # no credential is stored, shown or exported (secrets.py)
+            memory = memory.with_(unverified=memory.unverified or not verified)
         variant_id = self._store.finalize(episode, memory)
         return None if variant_id is None else self._store.get([variant_id])[0]
+
+    def forget(self, memory_id: int | None = None, *, namespace: str | None = None, reason: str = "",
+               actor: str = "python") -> list[int]:
+        """Forget one memory (``memory_id``; with ``namespace`` it must be that namespace's) or every
+        memory of ``namespace``: their texts, vectors, counters and index entries go, one tombstone each
+        stays in the store's lifecycle log (who, when, why), in one transaction. The ids forgotten;
+        an unknown id or a namespace that holds no memory is an error and changes nothing."""
+        if memory_id is None and namespace is None:
+            raise InvalidInputError("forget: give memory_id (one memory) or namespace (all of its memories)")
+        _who(reason, actor, "forget")
+        if namespace is not None:
+            check_label(namespace, "namespace", where="forget")
+        if memory_id is None:
+            self._bound(namespace, "forget")
+            gone = self._store.forget(namespace=namespace, actor=actor, reason=reason)
+        else:
+            check_int(memory_id, "memory_id", low=1, where="forget")
+            self._owned_memory(memory_id, namespace, "forget")
+            gone = self._store.forget([memory_id], actor=actor, reason=reason)
+        self._index.sync()
+        return gone
+
+    def correct(self, memory_id: int, fix: str, *, namespace: str | None = None, reason: str = "",
+                actor: str = "python") -> MemoryVariant:
+        """Replace memory ``memory_id``'s fix with ``fix`` (credentials masked, as at record), keeping its
+        provenance and the original in its ``history``; re-embedded in the same transaction. The memory
+        as corrected. With ``namespace`` the memory must be that namespace's."""
+        check_int(memory_id, "memory_id", low=1, where="correct")
+        if not isinstance(fix, str) or not fix.strip():
+            raise InvalidInputError(f"correct: fix must be a non-empty string, got {fix!r}")
+        if namespace is not None:
+            check_label(namespace, "namespace", where="correct")
+        _who(reason, actor, "correct")
+        self._owned_memory(memory_id, namespace, "correct")
+        corrected = self._store.correct(memory_id, mask_secrets(fix), actor=actor, reason=reason)
+        self._index.sync()
+        return corrected
+
+    def history(self, memory_id: int) -> list[dict]:
+        """What happened to a memory after it was recorded (corrections with their originals, its
+        forgetting), oldest first; its provenance is on the memory itself (``get``)."""
+        check_int(memory_id, "memory_id", low=1, where="history")
+        return self._store.history(memory_id)
+
+    def _owned_memory(self, memory_id: int, namespace: str | None, verb: str) -> MemoryVariant:
+        """The memory ``verb`` acts on; an unknown id, or one of another namespace than ``namespace``, refused."""
+        try:
+            memory = self._store.get([memory_id])[0]
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{verb}: {exc}") from None
+        if namespace is not None and memory.namespace != namespace:
+            raise InvalidInputError(f"{verb}: memory #{memory_id} is in namespace {memory.namespace!r}, not "
+                                    f"{namespace!r}; nothing was changed")
+        self._bound(memory.namespace, verb)
+        return memory
+
+    def _bound(self, namespace: str, verb: str) -> None:
+        """Refuse ``verb`` on ``namespace`` when this Memory is bound to others."""
+        if self.namespaces is not None and namespace not in self.namespaces:
+            raise InvalidInputError(f"{verb}: namespace {namespace!r} is outside this memory's namespaces "
+                                    f"({', '.join(self.namespaces)}); nothing was read or written")
 
     def next_position(self) -> int:
         """The stream position after everything finalized so far (what live recalls use)."""
@@ -295,10 +392,13 @@ class Memory:
         diagnosis = classified if diagnosis is None else diagnosis
         situation = domain.situation(failure, namespace=namespace, default=self.namespace or "default")
         ns = situation.namespace
+        self._bound(ns, "recall")
         position = self.next_position() if position is None else position
         base = self._retrieval or domain.retrieval
         config = base if scope is None else replace(base, scope=Scope.parse(scope))
         query = domain.query(failure, diagnosis, position=position, query_id=query_id, namespace=ns)
+        if self.namespaces is not None:     # the binding's trust rules (docs/design.md, "Trust and tenancy")
+            query = replace(query, namespaces=self.namespaces, reused_abroad=True)
         found = retrieve(self._index, query, config)
         recall_id = f"r{next(self._ids)}"
         if self._gate is None:
@@ -320,7 +420,8 @@ class Memory:
                 return estimate_tokens(rendered["out"].text)
 
             result = self._gate.decide(profile, (*found.answers, *found.positives), session=session or query_id,
-                                       confirm=confirm if confirm is not None else situation.confirm, inject=inject)
+                                       confirm=confirm if confirm is not None else situation.confirm, inject=inject,
+                                       namespace=ns)
             shown = rendered["out"]
             action = result.decision.action.value
             why = self._audit.get(result.decision_id)["reason"] if result.decision_id else result.payload.note
@@ -331,7 +432,7 @@ class Memory:
         recall = Recall(recall_id, action, shown.text, tuple(m.id for m in (*shown.positives, *shown.negatives)),
                         (*found.answers, *found.positives, *found.negatives), why, diagnosis, shown.positives,
                         shown.negatives, found, shown.blocks, ask)
-        self._open[recall_id] = _Open(recall, result)
+        self._open[recall_id] = _Open(recall, result, ns)
         if len(self._open) > MAX_OPEN_RECALLS:    # feedback that never came (live use); oldest first
             del self._open[next(iter(self._open))]
         return recall
@@ -453,7 +554,7 @@ class Memory:
             raise InvalidInputError(f"recall {recall_id} injected nothing: feedback about an injection that "
                                     "never happened")
         for mid, inc in counter_increments(recall.memory_ids, fb).items():
-            self._store.record_feedback(mid, **inc)
+            self._store.record_feedback(mid, namespace=entry.namespace or None, **inc)
         return reward(fb, self._reward_config)
 
     def explain(self, recall_id: str) -> dict:
@@ -466,7 +567,11 @@ class Memory:
         return entry.recall.to_dict()
 
     def stats(self) -> dict:
+        """The store's counts; a bound Memory names only its own namespaces (their counts in ``by_namespace``)."""
         out = dict(self._store.stats())
+        if self.namespaces is not None:
+            out["by_namespace"] = {n: c for n, c in out["by_namespace"].items() if n in self.namespaces}
+            out["namespaces"] = list(self.namespaces)
         out["gate"] = None if self._gate is None else {"policy": self._gate.policy.name, "updates": self._gate.policy.t,
                                                        "open_recalls": len(self._open)}
         return out

@@ -17,12 +17,16 @@ recall     ``{"query_id", "failure": {...}, "namespace"?, "scope"?, "position"?,
            SQL one ``{"question", "sql", "status", "error"?, "database"?, "db_path"?}``.
 record     ``{"query_id", "task"|"question", "attempts": [{"command"|"sql"|"text", "outcome",
            "error"?|"log"?, "failure_type"?, "failure_subtype"?}, ...], "kind"? (terminal),
-           "episode_id"?, "namespace"?, "position"?, "context"?, "method"?}`` -> ``{"memory_id",
-           "pattern", "polarity", "episode_id", "position"}``
+           "episode_id"?, "namespace"?, "position"?, "context"?, "method"?, "verified"?}`` ->
+           ``{"memory_id", "pattern", "polarity", "episode_id", "position", "unverified"}``; without
+           ``verified`` (a check ran and passed) the memory is marked unverified
 feedback   ``{"recall_id", "accepted"?, "verified"?, "false_positive"?, "rejected"?,
            "correct_abstain"?, "success"?, "source"?}`` -> ``{"recall_id", "reward"}``
 explain    ``{"recall_id"}`` -> the audit record (``AuditLog.explain``) or the open recall
 stats      ``{}`` -> ``Memory.stats()``
+forget     ``{"memory_id"?, "namespace"?, "reason"?}`` (one memory, or every memory of a namespace;
+           both: the memory must be that namespace's) -> ``{"forgotten": [ids]}``
+correct    ``{"memory_id", "fix", "namespace"?, "reason"?}`` -> ``{"memory_id", "fix", "history"}``
 =========  =====================================================================================
 
 Feedback across processes. The command line runs one process per call, so the recall a
@@ -53,7 +57,8 @@ from .secrets import find_secrets
 from .types import KINDS, Attempt, Episode, Outcome, Scope
 from .untrusted import inert
 
-__all__ = ["READ_ONLY_VERBS", "VERBS", "call", "explain", "feedback", "parse", "record", "recall", "stats"]
+__all__ = ["READ_ONLY_VERBS", "VERBS", "call", "correct", "explain", "feedback", "forget", "parse", "record", "recall",
+           "stats"]
 
 # the failure kinds a request may send, with the JSON fields of each (parsed by its domain)
 FAILURE_KINDS = {"sql": (SQL_FIELDS, SqlDomain()), "terminal": (TERMINAL_FIELDS, TerminalDomain())}
@@ -123,6 +128,7 @@ class RecordRequest:
     position: int | None = None
     context: str = ""
     method: str = ""
+    verified: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,7 +172,7 @@ ATTEMPT_TEXT = ("command", "sql", "text")
 def parse_record(request: Any) -> RecordRequest:
     verb = "record"
     obj = _object(request, verb, "", ("episode_id", "query_id", "namespace", "question", "task", "kind", "attempts",
-                                      "position", "context", "method"))
+                                      "position", "context", "method", "verified"))
     kind = _str(obj, "kind", verb, default="terminal")
     if kind not in KINDS:
         raise _fail(verb, f"kind must be terminal or sql, got {kind!r}")
@@ -209,7 +215,8 @@ def parse_record(request: Any) -> RecordRequest:
     return RecordRequest(kind, query_id, question, tuple(attempts),
                          episode_id=_str(obj, "episode_id", verb, empty=False),
                          namespace=_label(obj, "namespace", verb), position=_int(obj, "position", verb),
-                         context=_str(obj, "context", verb, default=""), method=_str(obj, "method", verb, default=""))
+                         context=_str(obj, "context", verb, default=""), method=_str(obj, "method", verb, default=""),
+                         verified=bool(_bool(obj, "verified", verb)))
 
 
 def parse_feedback(request: Any) -> FeedbackRequest:
@@ -231,12 +238,52 @@ def parse_explain(request: Any) -> str:
     return _str(obj, "recall_id", "explain", required=True, empty=False)
 
 
+@dataclass(frozen=True)
+class ForgetRequest:
+    memory_id: int | None
+    namespace: str | None
+    reason: str = ""
+    actor: str = "service"
+
+
+@dataclass(frozen=True)
+class CorrectRequest:
+    memory_id: int
+    fix: str
+    namespace: str | None = None
+    reason: str = ""
+    actor: str = "service"
+
+
+def parse_forget(request: Any) -> ForgetRequest:
+    verb = "forget"
+    obj = _object(request, verb, "", ("memory_id", "namespace", "reason", "actor"))
+    memory_id, namespace = _int(obj, "memory_id", verb, low=1), _label(obj, "namespace", verb)
+    if memory_id is None and namespace is None:
+        raise _fail(verb, "give memory_id (one memory) or namespace (every memory of it)")
+    return ForgetRequest(memory_id, namespace, _str(obj, "reason", verb, default=""),
+                         _str(obj, "actor", verb, empty=False, default="service"))
+
+
+def parse_correct(request: Any) -> CorrectRequest:
+    verb = "correct"
+    obj = _object(request, verb, "", ("memory_id", "fix", "namespace", "reason", "actor"))
+    memory_id = _int(obj, "memory_id", verb, low=1)
+    if memory_id is None:
+        raise _fail(verb, "missing field memory_id (the memory whose fix is replaced)")
+    fix = _str(obj, "fix", verb, required=True, empty=False)
+    if not fix.strip():
+        raise _fail(verb, "fix must not be blank")
+    return CorrectRequest(memory_id, fix, _label(obj, "namespace", verb), _str(obj, "reason", verb, default=""),
+                          _str(obj, "actor", verb, empty=False, default="service"))
+
+
 def parse_stats(request: Any) -> None:
     _object({} if request is None else request, "stats", "", ())
 
 
 PARSERS = {"recall": parse_recall, "record": parse_record, "feedback": parse_feedback, "explain": parse_explain,
-           "stats": parse_stats}
+           "stats": parse_stats, "forget": parse_forget, "correct": parse_correct}
 
 
 def parse(verb: str, request: Any):
@@ -291,13 +338,14 @@ def record(memory: Memory, request: Any) -> dict:
     episode = Episode(episode_id=episode_id, query_id=req.query_id, position=position, namespace=namespace,
                       question=req.question, attempts=req.attempts, context=req.context,
                       method=req.method, kind=req.kind, finalized=True)
-    stored = memory.record(episode)
+    stored = memory.record(episode, verified=req.verified)
     texts = (req.question, req.context, *(t for a in req.attempts for t in (a.text, a.error or "")))
     return {"redacted": sorted({kind for text in texts for kind in find_secrets(text)}),   # masked in memory
             "memory_id": None if stored is None else stored.id,
             "pattern": None if stored is None else stored.pattern.key,
             "polarity": None if stored is None else ("positive" if stored.polarity.value == "+" else "negative"),
-            "episode_id": episode_id, "position": position}
+            "episode_id": episode_id, "position": position,
+            "unverified": None if stored is None else stored.unverified}
 
 
 @_answer
@@ -326,7 +374,33 @@ def stats(memory: Memory, request: Any = None) -> dict:
     return memory.stats()
 
 
-VERBS = {"recall": recall, "record": record, "feedback": feedback, "explain": explain, "stats": stats}
+def _verb_error(verb: str, exc: InvalidInputError) -> InvalidInputError:
+    message = str(exc)
+    return exc if message.startswith(f"{verb}:") else InvalidInputError(f"{verb}: {message}")
+
+
+@_answer
+def forget(memory: Memory, request: Any) -> dict:
+    req = request if isinstance(request, ForgetRequest) else parse_forget(request)
+    try:
+        gone = memory.forget(req.memory_id, namespace=req.namespace, reason=req.reason, actor=req.actor)
+    except InvalidInputError as exc:
+        raise _verb_error("forget", exc) from None
+    return {"forgotten": gone}
+
+
+@_answer
+def correct(memory: Memory, request: Any) -> dict:
+    req = request if isinstance(request, CorrectRequest) else parse_correct(request)
+    try:
+        fixed = memory.correct(req.memory_id, req.fix, namespace=req.namespace, reason=req.reason, actor=req.actor)
+    except InvalidInputError as exc:
+        raise _verb_error("correct", exc) from None
+    return {"memory_id": fixed.id, "fix": fixed.after, "history": memory.history(fixed.id)}
+
+
+VERBS = {"recall": recall, "record": record, "feedback": feedback, "explain": explain, "stats": stats,
+         "forget": forget, "correct": correct}
 READ_ONLY_VERBS = frozenset({"explain", "stats"})   # a caller may open the Memory read-only for these
 
 

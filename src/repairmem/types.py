@@ -205,6 +205,9 @@ class Pattern:
         return f"{self.kind}/{self.failure_type}/{self.root_cause}"
 
 
+UNVERIFIED = "unverified: recorded by an agent, not yet confirmed by a passing check"   # how such a memory is shown
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryVariant:
     """One reusable repair direction (MERIT's memory entry x = <c, tau, Delta, o, rho>).
@@ -232,6 +235,7 @@ class MemoryVariant:
     provenance: tuple[Provenance, ...] = ()
     counters: Counters = Counters()
     id: int | None = None
+    unverified: bool = False    # recorded on a caller's word alone (no check ran) and no verified reuse since
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "polarity", Polarity.parse(self.polarity))
@@ -255,6 +259,8 @@ class MemoryVariant:
                 raise InvalidInputError(f"memory provenance names episode {prov.episode_id!r} twice; "
                                         "an episode is observed once")
             episodes.add(prov.episode_id)
+        if not isinstance(self.unverified, bool):
+            raise InvalidInputError(f"memory unverified must be a bool, got {type(self.unverified).__name__}")
         if not isinstance(self.counters, Counters):
             raise InvalidInputError(f"memory counters must be Counters, got {type(self.counters).__name__}")
         if self.id is not None:

@@ -192,6 +192,27 @@ def test_the_readme_cli_lines_run_as_printed_on_a_fresh_store(tmp_path):
     done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block], capture_output=True, text=True, env=env,
                           timeout=300)
     assert done.returncode == 0, done.stderr
-    record, recall, feedback = [json.loads(x) for x in re.findall(r"^\{.*?^\}", done.stdout, re.DOTALL | re.MULTILINE)]
+    record, recall, feedback, corrected, forgot = [
+        json.loads(x) for x in re.findall(r"^\{.*?^\}", done.stdout, re.DOTALL | re.MULTILINE)]
     assert record["memory_id"] == 1 and recall["recall_id"] == "d1" and recall["inject"] is True, recall["why"]
     assert feedback["reward"] > 0 and (tmp_path / ".repairmem" / "memory.db").is_file()
+    assert corrected["fix"] == "uv run pytest" and forgot == {"forgotten": [1]}
+
+
+def test_forget_and_correct_on_the_command_line_and_bad_input_exits_2_writing_nothing(tmp_path):
+    store = tmp_path / "m.db"
+    mid = ok("record", store, EPISODE)["memory_id"]
+    before = state(store)
+    for args, message in ((("--id", "99"), "no memory with id 99"),
+                          (("--id", str(mid), "--namespace", "elsewhere"), "namespace 'proj-a', not 'elsewhere'"),
+                          (("--namespace", "nobody"), "namespace 'nobody' holds no memory")):
+        code, out, _ = run("forget", store, None, *args)
+        assert code == 2 and message in json.loads(out)["error"]
+    code, out, _ = run("correct", store, None, "--id", str(mid))
+    assert code == 2 and "missing field fix" in json.loads(out)["error"]
+    assert state(store) == before
+    fixed = ok("correct", store, None, "--id", str(mid), "--fix", "uv run pytest", "--reason", "moved to uv")
+    assert fixed["fix"] == "uv run pytest" and fixed["history"][0]["actor"] == "cli"
+    assert ok("forget", store, {"memory_id": mid}) == {"forgotten": [mid]}
+    got = ok("recall", store, RECALL)
+    assert got["candidates"] == []

@@ -394,8 +394,8 @@ def test_migration_from_older_version_applies_missing_steps(target, monkeypatch)
 
 def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_open(target):
     """v3 only adds indexes (episodes by position; on SQLite also the mirror's variant columns), v4 the
-    table of counted feedback keys: a v2 store still opens read-only (older refused), and the first
-    writing open creates them."""
+    table of counted feedback keys, v5 the lifecycle log and the counters per namespace: a v2 store
+    still opens read-only and reads as it is (older refused), and the first writing open creates them."""
     from repairmem.store import postgres, sqlite
     backend = postgres if is_pg(target) else sqlite
     with open_store(target) as s:
@@ -403,19 +403,26 @@ def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_ope
     db = _raw(target)
     for name in _V3_INDEXES[backend.__name__.rsplit(".", 1)[-1]]:
         db.execute(f"DROP INDEX {name}")
-    db.execute("DROP TABLE feedback_keys")
+    db.execute("DROP INDEX lifecycle_by_variant")
+    for table in ("feedback_keys", "lifecycle", "namespace_counters"):
+        db.execute(f"DROP TABLE {table}")
+    db.execute("ALTER TABLE variants DROP COLUMN unverified")
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with open_store(target, read_only=True) as s:
         assert s.schema_version == 2 and s.max_position() == 4 and len(s) == 1
+        assert s.eligible_ids(position=5, query_id="x", namespace="db1").tolist() == [1]
+        assert s.lifecycle_mark() == 0 and s.history(1) == [] and s.namespace_counters([1]) == {}
     assert _indexes(db, target) == {"episodes_by_variant"}       # the read-only open changed nothing
     db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with pytest.raises(StoreError, match="older"):
         open_store(target, read_only=True)
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with open_store(target) as s:
-        assert s.schema_version == backend.SCHEMA_VERSION == 4 and s.max_position() == 4
+        assert s.schema_version == backend.SCHEMA_VERSION == 5 and s.max_position() == 4
         assert s.record_feedback(1, key="k", uses=1) and not s.record_feedback(1, key="k", uses=1)
-    assert _indexes(db, target) == {"episodes_by_variant", *_V3_INDEXES[backend.__name__.rsplit(".", 1)[-1]]}
+        assert s.forget([1]) == [1]
+    assert _indexes(db, target) == {"episodes_by_variant", "lifecycle_by_variant",
+                                    *_V3_INDEXES[backend.__name__.rsplit(".", 1)[-1]]}
     db.close()
 
 
@@ -588,3 +595,78 @@ def test_memory_open_accepts_a_postgres_url(postgres_url):
         recall = memory.recall(SqlFailure("q", "SELECT z FROM t", "EXECUTION_ERROR", "no such column: z",
                                           database="b"), query_id="q2")
         assert recall.memory_ids == (1,)
+
+
+# -- lifecycle: forget, correct, counters per namespace (issue 32, item 5) ------------------------
+
+def test_forget_removes_memory_vectors_and_eligibility_and_never_comes_back(target):
+    with open_store(target, embedder=FakeEmbedder()) as store:
+        a = finalize(store, make_episode("qa", 0, "db1"))
+        b = finalize(store, make_episode("qb", 1, "db1"))
+        seen = open_store(target)           # a second process's mirror, caught up before the forget
+        assert b in seen.eligible_ids(position=5, query_id="x", namespace="db1").tolist()
+        assert store.forget([b], actor="tester", reason="wrong fix") == [b]
+        assert store.eligible_ids(position=5, query_id="x", namespace="db1").tolist() == [a]
+        assert seen.eligible_ids(position=5, query_id="x", namespace="db1").tolist() == [a]   # the tombstone
+        seen.close()
+        assert store.vectors("fake8", [a, b])[0] == [a]
+        with pytest.raises(InvalidInputError, match=f"no memory with id {b}"):
+            store.get([b])
+        assert [h["action"] for h in store.history(b)] == ["forget"] and store.history(b)[0]["actor"] == "tester"
+        assert store.lifecycle_mark() > 0 and len(store) == 1 and store.integrity_problems() == []
+        c = finalize(store, make_episode("qc", 2, "db1"))
+        assert c > b                        # a forgotten id is never handed out again
+    with open_store(target) as again:       # reopened: a fresh mirror from the tables
+        assert again.eligible_ids(position=5, query_id="x", namespace="db1").tolist() == [a, c]
+        assert again.variant_ids() == [a, c]
+
+
+def test_forget_a_namespace_and_bad_input_change_nothing(store):
+    ids = [finalize(store, make_episode(f"q{i}", i, "db1" if i % 2 else "db2")) for i in range(4)]
+    before = store.stats()
+    with pytest.raises(InvalidInputError, match="no memory with id 999"):
+        store.forget([ids[0], 999])
+    with pytest.raises(InvalidInputError, match="namespace 'nope' holds no memory"):
+        store.forget(namespace="nope")
+    with pytest.raises(InvalidInputError, match="one of them"):
+        store.forget([ids[0]], namespace="db1")
+    assert store.stats() == before and store.lifecycle_mark() == 0
+    assert store.forget(namespace="db2") == [ids[0], ids[2]]
+    assert [m.id for m in store.all_variants()] == [ids[1], ids[3]]
+    assert store.stats()["by_namespace"] == {"db1": 2}
+
+
+def test_correct_replaces_the_fix_keeps_provenance_and_the_original(target):
+    with open_store(target, embedder=FakeEmbedder()) as store:
+        a = finalize(store, make_episode("qa", 0, "db1", before="SELECT name FROM t", after="SELECT title FROM t"))
+        old_vector = store.vectors("fake8", [a])[1]
+        fixed = store.correct(a, "SELECT t.title FROM t", actor="alice", reason="qualified")
+        got = store.get([a])[0]
+        assert got.after == fixed.after == "SELECT t.title FROM t"
+        assert [p.episode_id for p in got.provenance] == ["test/qa@0"]
+        [entry] = store.history(a)
+        assert (entry["action"], entry["original"], entry["replacement"], entry["actor"]) == (
+            "correct", "SELECT title FROM t", "SELECT t.title FROM t", "alice")
+        new_vector = store.vectors("fake8", [a])[1]
+        assert new_vector.shape == old_vector.shape and not np.array_equal(new_vector, old_vector)   # re-embedded
+        b = finalize(store, make_episode("qb", 1, "db1", before="SELECT name FROM t", after="SELECT other FROM t"))
+        mark = store.lifecycle_mark()
+        with pytest.raises(InvalidInputError, match=f"memory #{a} already holds this fix"):
+            store.correct(b, "SELECT t.title FROM t")
+        with pytest.raises(InvalidInputError, match="no memory with id 77"):
+            store.correct(77, "x")
+        assert store.lifecycle_mark() == mark and store.get([b])[0].after == "SELECT other FROM t"
+
+
+def test_counters_are_kept_per_namespace_as_well(store):
+    a = finalize(store, make_episode("qa", 0, "db1"))
+    store.record_feedback(a, namespace="proj-a", uses=1, false_positives=1)
+    store.record_feedback(a, namespace="proj-b", uses=2, verified=2, accepted=2)
+    assert store.get([a])[0].counters.uses == 3
+    by_ns = store.namespace_counters([a])[a]
+    assert by_ns["proj-a"].false_positives == 1 and by_ns["proj-a"].uses == 1
+    assert by_ns["proj-b"].verified == 2 and set(by_ns) == {"proj-a", "proj-b"}
+    b = finalize(store, make_episode("qb", 1, "db1"))
+    assert store.namespace_counters([b]) == {}
+    store.forget([a])
+    assert store.namespace_counters([a]) == {}

@@ -31,7 +31,7 @@ from typing import Sequence
 
 from ..errors import InvalidInputError
 from ..untrusted import untrusted
-from ..types import MemoryVariant
+from ..types import UNVERIFIED, MemoryVariant
 
 
 class Action(StrEnum):
@@ -109,21 +109,30 @@ def _symptom(memory: MemoryVariant) -> str:
     return lines[-1] if lines else memory.question
 
 
+def _fix(memory: MemoryVariant) -> str:
+    """The fix's line: 'Verified fix: ...', or with the unverified mark for a memory no check confirmed."""
+    return f"Fix ({UNVERIFIED}): {memory.after}" if memory.unverified else f"Verified fix: {memory.after}"
+
+
+def _mark(memory: MemoryVariant) -> str:
+    return f"({UNVERIFIED}) " if memory.unverified else ""
+
+
 def render_resolution(memory: MemoryVariant, index: int = 1) -> str:
     body = (f"Symptom: {_symptom(memory)}\n"
             f"Root cause: {memory.failure_type} / {_root(memory)}\n"
-            f"Verified fix: {memory.after}")
+            f"{_fix(memory)}")
     return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
 
 def render_summary(memories: Sequence[MemoryVariant]) -> str:
-    lines = [f"- #{m.id} [{m.failure_type} / {_root(m)}] {m.after}" for m in memories]
+    lines = [f"- #{m.id} [{m.failure_type} / {_root(m)}] {_mark(m)}{m.after}" for m in memories]
     body = "Earlier fixes of similar failures (check the root cause before using one):\n" + "\n".join(lines)
     return f"<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>"
 
 
 def render_hint(memory: MemoryVariant) -> str:
-    body = f"Hint: {memory.after} (applies only when the cause is {memory.failure_type} / {_root(memory)})"
+    body = f"Hint: {_mark(memory)}{memory.after} (applies only when the cause is {memory.failure_type} / {_root(memory)})"
     return f"<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>"
 
 
@@ -132,7 +141,7 @@ def render_trace(memory: MemoryVariant, index: int) -> str:
             f"Root cause: {memory.failure_type} / {_root(memory)}\n"
             f"Failure context:\n{memory.failure_context}\n"
             f"Failed command: {memory.before}\n"
-            f"Verified fix: {memory.after}"
+            f"{_fix(memory)}"
             + (f"\nObserved error: {memory.error}" if memory.error else ""))
     return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
@@ -145,7 +154,7 @@ def render(action: Action | str, memories: Sequence[MemoryVariant], *, note: str
         if action is Action.ASK_FEEDBACK and memories and not note:
             m = memories[0]
             note = untrusted(f"Is this the same cause as memory #{m.id} ({m.failure_type} / {_root(m)}), "
-                             f"whose fix was: {m.after}?")
+                             f"whose fix was: {_mark(m)}{m.after}?")
         return Payload(action, "", 0, (), note or ("no candidates" if action in INJECTING else ""))
     chosen = list(memories[:PAYLOAD_K[action]])
     if action is Action.TOP1_RESOLUTION:

@@ -34,9 +34,10 @@ from .policies import Decision, Policy, policy_body, policy_from_body
 from .reward import Feedback
 
 APPLICATION_ID = 0x52504741  # "RPGA": a repairmem gate audit log
-SCHEMA_VERSION = 4     # 2: 18 features (schema compatibility, error line), session and ask resolution columns;
+SCHEMA_VERSION = 5     # 2: 18 features (schema compatibility, error line), session and ask resolution columns;
                        # 3: lead_id and injected_tokens (what feedback from another process needs);
-                       # 4: the policy's learned state, and each reward's counters until the store has them
+                       # 4: the policy's learned state, and each reward's counters until the store has them;
+                       # 5: the namespace a decision was made for (the store keeps counters per namespace)
 LEGACY_FEATURES = 18   # rows written before features 18-21 existed: read with those four as 0 (not measured)
 _POLICY_TABLE = """CREATE TABLE policy_state (
         id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -63,7 +64,8 @@ SCHEMA = [
         session TEXT NOT NULL DEFAULT '',
         resolution TEXT NOT NULL DEFAULT '',
         lead_id INTEGER,
-        injected_tokens INTEGER)""",
+        injected_tokens INTEGER,
+        namespace TEXT NOT NULL DEFAULT '')""",
     """CREATE TABLE rewards (
         decision_id TEXT PRIMARY KEY REFERENCES decisions(decision_id),
         reward REAL NOT NULL,
@@ -162,6 +164,8 @@ class AuditLog:
                 db.execute("ALTER TABLE rewards ADD COLUMN counters TEXT")
                 db.execute(_POLICY_TABLE)
                 db.execute("INSERT INTO meta (key, value) VALUES ('audit_id', ?)", (uuid.uuid4().hex,))
+            if version <= 4:   # older decisions: no namespace ('': their counters are the memory's totals)
+                db.execute("ALTER TABLE decisions ADD COLUMN namespace TEXT NOT NULL DEFAULT ''")
                 db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
                 self.version = SCHEMA_VERSION
 
@@ -188,7 +192,7 @@ class AuditLog:
     def record_decision(self, decision: Decision, *, query_id: str, candidates: Sequence[tuple[int, float]],
                         payload: Payload, decision_id: str | None = None, reason: str | None = None,
                         session: str = "", resolution: str = "", lead_id: int | None = None,
-                        injected_tokens: int | None = None) -> str:
+                        injected_tokens: int | None = None, namespace: str = "") -> str:
         """Store one decision (one transaction); return its id (``d<row>`` unless given)."""
         if not isinstance(decision, Decision):
             raise InvalidInputError(f"record_decision needs a Decision, got {type(decision).__name__}")
@@ -211,6 +215,8 @@ class AuditLog:
             raise InvalidInputError(f"decision for query {query_id}: candidate scores must be finite")
         if decision_id is not None and (not isinstance(decision_id, str) or not decision_id):
             raise InvalidInputError("decision_id must be a non-empty string")
+        if not isinstance(namespace, str):
+            raise InvalidInputError(f"decision for query {query_id}: namespace must be a string, got {namespace!r}")
         if not isinstance(session, str) or resolution not in ("", "confirmed", "declined", "unanswered"):
             raise InvalidInputError(f"decision for query {query_id}: session must be a string and resolution one "
                                     f"of confirmed, declined, unanswered (got {session!r}, {resolution!r})")
@@ -224,7 +230,7 @@ class AuditLog:
                json.dumps({a.value: _finite_or_none(s) for a, s in zip(ACTIONS, decision.scores)}),
                json.dumps(features), json.dumps(cand_ids), json.dumps(cand_scores),
                json.dumps(list(payload.memory_ids)), int(payload.tokens), reason, session, resolution,
-               lead_id, injected_tokens)
+               lead_id, injected_tokens, namespace)
         with self._write() as db:
             if decision_id is None:
                 next_id = db.execute("SELECT coalesce(max(id), 0) + 1 FROM decisions").fetchone()[0]
@@ -233,8 +239,8 @@ class AuditLog:
                 raise InvalidInputError(f"{self.path}: decision {decision_id} is already recorded")
             db.execute("INSERT INTO decisions (decision_id, query_id, policy, action, propensity, override, "
                        "override_checks, scores, features, candidate_ids, candidate_scores, payload_ids, "
-                       "payload_tokens, reason, session, resolution, lead_id, injected_tokens) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "payload_tokens, reason, session, resolution, lead_id, injected_tokens, namespace) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (decision_id, *row))
         return decision_id
 
@@ -333,16 +339,19 @@ class AuditLog:
         return row[0]
 
     @_guarded
-    def pending_counters(self) -> list[tuple[str, dict[int, dict[str, int]]]]:
-        """(decision id, {memory id: counter increments}) of rewards whose counters the store may not
-        have yet (a kill came between the two commits), oldest first."""
+    def pending_counters(self) -> list[tuple[str, dict[int, dict[str, int]], str]]:
+        """(decision id, {memory id: counter increments}, the decision's namespace or '') of rewards whose
+        counters the store may not have yet (a kill came between the two commits), oldest first."""
         if self.version < 4:
             return []
         out = []
-        for decision_id, text in self._db.execute(
-                "SELECT decision_id, counters FROM rewards WHERE counters IS NOT NULL ORDER BY rowid"):
+        namespace = "d.namespace" if self.version >= 5 else "''"
+        for decision_id, text, ns in self._db.execute(
+                f"SELECT r.decision_id, r.counters, {namespace} FROM rewards r JOIN decisions d "
+                "ON d.decision_id = r.decision_id WHERE r.counters IS NOT NULL ORDER BY r.rowid"):
             counters = parse_json(text, where=f"counters of decision {decision_id}")
-            out.append((decision_id, {int(k): {n: int(v) for n, v in inc.items()} for k, inc in counters.items()}))
+            out.append((decision_id, {int(k): {n: int(v) for n, v in inc.items()} for k, inc in counters.items()},
+                        ns if isinstance(ns, str) else ""))
         return out
 
     @_guarded

@@ -78,7 +78,9 @@ class Ledger:
     def check(self, memory_ids: Sequence[int]) -> None:
         """Nothing to check: a process ledger counts any id."""
 
-    def add(self, memory_id: int, increments: Mapping[str, int], *, key: str | None = None) -> None:
+    def add(self, memory_id: int, increments: Mapping[str, int], *, key: str | None = None,
+            namespace: str = "") -> None:
+        """Counts ``increments`` (a process ledger keeps one count per memory, whatever the namespace)."""
         self._counters[memory_id] = self._counters.get(memory_id, Counters()) + Counters(**increments)
 
     def items(self):
@@ -94,12 +96,30 @@ class StoreLedger:
     def get(self, memory_id: int, default: Counters) -> Counters:
         return default
 
+    def scoped(self, memories: Sequence[MemoryVariant], namespace: str) -> Mapping[int, Counters] | "StoreLedger":
+        """The counters the gate reads for a query from ``namespace``, so one project's feedback does not
+        speak for another's: the memory's counters from ``namespace``'s own feedback; without any, its
+        home namespace's (where it was recorded); without those, none (the prior) when only other
+        namespaces gave feedback, and its totals when no namespace did (imported, or counted before
+        counters were kept per namespace). A query without a namespace (SQL: one per database) reads the totals."""
+        if not namespace or not memories:
+            return self
+        by_ns = self.store.namespace_counters([m.id for m in memories])
+        out = {}
+        for m in memories:
+            rows = by_ns.get(m.id)
+            out[m.id] = (m.counters if not rows else rows[namespace] if namespace in rows
+                         else rows.get(m.namespace, Counters()))
+        return out
+
     def check(self, memory_ids: Sequence[int]) -> None:
         """``InvalidInputError`` naming a memory the store does not hold (checked before anything is written)."""
         self.store.get(list(memory_ids))
 
-    def add(self, memory_id: int, increments: Mapping[str, int], *, key: str | None = None) -> None:
-        self.store.record_feedback(memory_id, key=key, **increments)
+    def add(self, memory_id: int, increments: Mapping[str, int], *, key: str | None = None,
+            namespace: str = "") -> None:
+        """Counts ``increments`` in the store: the memory's totals and, with a ``namespace``, that namespace's."""
+        self.store.record_feedback(memory_id, key=key, namespace=namespace or None, **increments)
 
 
 def _memory(candidate) -> MemoryVariant:
@@ -136,7 +156,7 @@ class Gate:
 
     def decide(self, profile: QueryProfile, candidates: Sequence, *, session: str = "",
                confirm: Confirm | None = None, truth: Sequence[float] | None = None,
-               inject: Callable[[Payload], int] | None = None) -> GateResult:
+               inject: Callable[[Payload], int] | None = None, namespace: str = "") -> GateResult:
         """Decide for ``profile`` over ``candidates`` (retrieval order); build and record the payload.
 
         ``session``: the episode the call belongs to (its rejections so far enter the features).
@@ -144,11 +164,15 @@ class Gate:
         ``inject``: when the caller renders the payload itself (``Memory``'s SQL blocks), the tokens
         of what it will put in the prompt; the audit records them, so feedback sent later from
         another process charges the same cost (default: the payload's own tokens).
+        ``namespace``: where the query comes from: the memories' counters are read as that namespace's
+        (``StoreLedger.scoped``) and its feedback counts there too (the audit keeps it).
         """
         if self.durable and self.audit.policy_updates() != self._updates:   # another process learned
             self.policy, self._updates = self.audit.policy_state()
         profile = replace(profile, session_rejections=self.sessions.get(session, 0))
-        x = self.extractor.extract(profile, candidates, counters=self.ledger)
+        counters = (self.ledger.scoped([_memory(c) for c in candidates], namespace)
+                    if isinstance(self.ledger, StoreLedger) else self.ledger)
+        x = self.extractor.extract(profile, candidates, counters=counters)
         decision = self.policy.decide(x, truth=truth if self.policy.needs_truth else None)
         order = (list(candidates) if self.policy.ordering == "retrieval"
                  else self.extractor.ordered(profile, candidates))
@@ -175,7 +199,8 @@ class Gate:
             decision_id = self.audit.record_decision(decision, query_id=profile.query_id,
                                                      candidates=[(_memory(c).id, _score(c)) for c in candidates],
                                                      payload=payload, session=session, resolution=resolution,
-                                                     lead_id=lead_id, injected_tokens=injected_tokens)
+                                                     lead_id=lead_id, injected_tokens=injected_tokens,
+                                                     namespace=namespace)
         return GateResult(decision_id, decision, payload, tuple(candidates), session, resolution, lead_id,
                           tokens=injected_tokens)
 
@@ -288,10 +313,10 @@ class Gate:
         the audit's commit and the store's); each at most once, by its key. A memory deleted since
         has no counters to keep."""
         owner = self.audit.audit_id()
-        for decision_id, counters in self.audit.pending_counters():
+        for decision_id, counters, namespace in self.audit.pending_counters():
             for mid, inc in counters.items():
                 try:      # one transaction per memory; an unknown one rolls back whole (sqlbase._count)
-                    self.ledger.add(mid, inc, key=f"{owner}/{decision_id}/{mid}")
+                    self.ledger.add(mid, inc, key=f"{owner}/{decision_id}/{mid}", namespace=namespace)
                 except InvalidInputError:
                     continue
             self.audit.counters_delivered(decision_id)

@@ -96,6 +96,8 @@ class RetrievalQuery:
     namespace: str
     failure_context: str = ""
     kind: str = "sql"
+    namespaces: tuple[str, ...] | None = None   # the namespaces a bound Memory may read (None: any)
+    reused_abroad: bool = False                 # other namespaces' memories only after a verified reuse
 
     @property
     def text(self) -> str:
@@ -239,7 +241,8 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
     if config.dense_weight > 0 and query_vector is None:
         query_vector = index.encode_query(query.text)
     eligible = dict(position=query.position, query_id=query.query_id, namespace=query.namespace,
-                    scope=config.scope, kind=query.kind)
+                    scope=config.scope, kind=query.kind, namespaces=query.namespaces,
+                    reused_abroad=query.reused_abroad)
     plans = ([("any", None, config.k_pooled)] if config.pooled else
              [("+", Polarity.POSITIVE, config.k_positive), ("-", Polarity.NEGATIVE, config.k_negative)])
     selected = []   # (label, k, legal, typed, pool, filtering, bonus) per pool, eligibility in this thread
@@ -298,7 +301,8 @@ def _answers(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig,
     the hybrid score against the current question alone (no type conditioning: answers have none)."""
     legal = index.store.eligible_ids(position=query.position, query_id=query.query_id, namespace=query.namespace,
                                      scope=config.answer_scope, polarity=Polarity.POSITIVE, kind=query.kind,
-                                     failure_type=ANSWER)
+                                     failure_type=ANSWER, namespaces=query.namespaces,
+                                     reused_abroad=query.reused_abroad)
     asked = replace(query, current="", failure_context="", failure_type="")
     qvec = index.encode_query(asked.text) if config.dense_weight > 0 and len(legal) else None
     ranked = _rank(index, legal, asked, qvec, config, max(config.k_answer, explain_top), 0.0)

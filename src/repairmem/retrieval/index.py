@@ -76,6 +76,8 @@ class MemoryIndex:
         self._block_of = np.full(16, -1, dtype=np.int32)     # variant id -> block number
         self._row_of = np.full(16, -1, dtype=np.int64)       # variant id -> row within its block
         self._last_id = 0
+        self._mark = store.lifecycle_mark()   # forgets and corrections the state below includes
+        self._unlinked = False                # rows of forgotten or corrected memories are held here
         self.embedded_on_sync = 0   # how many stored memories had to be (re-)embedded here
         self._folder = store.index_path if persist else None
         self._saved = 0             # memories in the persisted generation this index holds
@@ -101,6 +103,8 @@ class MemoryIndex:
         if found is None:
             return
         manifest, arrays = found
+        if manifest.get("lifecycle", 0) != self._mark:
+            return       # a memory was forgotten or corrected since it was saved
         watermark = manifest["watermark"]
         docs = np.flatnonzero(arrays["block_of"] >= 0)
         known = np.asarray(self.store.variant_ids(), dtype=np.int64)
@@ -143,6 +147,7 @@ class MemoryIndex:
             if self.fast and block.n >= self.fast_min_rows:
                 arrays.update({f"sq8.{code}.{k}": v for k, v in self._quantized_block(code).state().items()})
         manifest = {**self._identity(), "watermark": top, "count": len(self), "fingerprint": fingerprint,
+                    "lifecycle": self._mark,
                     "blocks": [list(key) for key in keys]}
         try:
             if persist.save(self._folder, manifest, arrays):
@@ -153,12 +158,34 @@ class MemoryIndex:
     def __len__(self) -> int:
         return len(self.bm25)
 
+    def _lifecycle(self, changes: list[tuple[str, int]]) -> None:
+        """Apply forgets and corrections (``store.lifecycle_since``): each memory's rows are unlinked
+        (no pool reaches them again; BM25 statistics are the pool's own, so scores are as if they never
+        were), a corrected one is added again as a new row, and the persisted generation, which holds
+        the old rows, is deleted; none is saved while unlinked rows remain in this process."""
+        touched = sorted({vid for _, vid in changes if vid < len(self._block_of) and self._block_of[vid] >= 0})
+        if not touched:
+            return
+        self._block_of[touched], self._row_of[touched] = -1, -1
+        self._unlinked = True
+        if self._folder and not self.store.read_only:
+            persist.drop(self._folder)
+        gone = {vid for action, vid in changes if action == "forget"}
+        again = [vid for vid in touched if vid not in gone]
+        if again:
+            self._add(again)
+
     def sync(self) -> int:
-        """Add memories written since the last sync; return how many were added."""
+        """Add memories written since the last sync, after applying the forgets and corrections since
+        (the store's ``lifecycle_mark`` moved); return how many were added."""
+        mark = self.store.lifecycle_mark()
+        if mark != self._mark:
+            self._lifecycle(self.store.lifecycle_since(self._mark))
+            self._mark = mark
         new_ids = self.store.variant_ids(after=self._last_id)
         for start in range(0, len(new_ids), _SYNC_CHUNK):
             self._add(new_ids[start:start + _SYNC_CHUNK])
-        if (self._folder and len(self) and not self.store.read_only
+        if (self._folder and len(self) and not self.store.read_only and not self._unlinked
                 and len(self) - self._saved >= max(_SAVE_MIN, self._saved // 100)):
             self._save()
         return len(new_ids)
@@ -197,7 +224,7 @@ class MemoryIndex:
             self._block_of[memory.id] = code
             self._row_of[memory.id] = self.bm25.add(code, bm25_text(memory))   # == block.n: same rows
             block.append(vector[None, :])
-        self._last_id = ids[-1]
+        self._last_id = max(self._last_id, ids[-1])     # a corrected memory comes back below it
 
     def encode_query(self, text: str) -> np.ndarray:
         """The query's vector (read-only), on one BLAS thread; the last ``_QUERY_CACHE`` texts are kept.

@@ -126,6 +126,18 @@ def save(folder: str, manifest: dict, arrays: dict[str, np.ndarray | list[np.nda
     return True
 
 
+def drop(folder: str) -> None:
+    """Delete the persisted generation (ours only): what it holds of a forgotten memory goes from disk;
+    the next open builds the index again and saves a clean one."""
+    root = Path(folder)
+    if not (root / MARKER).is_file():
+        return
+    (root / "manifest.json").unlink(missing_ok=True)     # first: the generation is no longer loadable
+    for path in root.iterdir():
+        if path.name.endswith(".npy"):
+            path.unlink(missing_ok=True)
+
+
 def _write_npy(path: Path, value: np.ndarray | list[np.ndarray]) -> int:
     parts = value if isinstance(value, list) else [np.asarray(value)]
     first = parts[0]

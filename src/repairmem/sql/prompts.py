@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import InvalidInputError
-from ..types import MemoryVariant, Polarity
+from ..types import UNVERIFIED, MemoryVariant, Polarity
 from ..untrusted import untrusted
 
 LAYOUTS = ("paper", "cache")
@@ -95,14 +95,14 @@ def render_memory(index: int, memory: MemoryVariant) -> str:
     an answer memory as a worked example of its database)."""
     if memory.role == "answer":
         body = (f"A question verified on database {memory.namespace}: {memory.question}\n"
-                f"Its verified SQL: {memory.after}\n"
+                + (f"Its SQL ({UNVERIFIED}): " if memory.unverified else "Its verified SQL: ") + f"{memory.after}\n"
                 "(Another question's answer: use it only as far as it answers this question.)")
     elif memory.polarity is Polarity.POSITIVE:
         body = (f"Source question: {memory.question}\n"
                 f"Failure type: {memory.failure_type}\n"
                 f"Failed SQL: {memory.before}\n"
                 f"Feedback: {memory.failure_context}\n"
-                f"Verified correction: {memory.after}")
+                + (f"Correction ({UNVERIFIED}): " if memory.unverified else "Verified correction: ") + memory.after)
     else:
         body = (f"Source question: {memory.question}\n"
                 f"Failure type: {memory.failure_type}\n"

@@ -17,7 +17,7 @@ reference query, reference rows) can ride along, and ``signatures`` holds only t
 ``types.SIGNATURE_FIELDS``. Each line is read by ``check.parse_json`` (no duplicate keys, no NaN,
 no deep nesting), ``format_version`` is the int 3, optional fields, when present, have their type
 (``counters: null`` is an error, not zero counters), and every provenance entry names the memory's
-own namespace (or none). ``id`` is informational; the importing store assigns its own. An import
+own namespace (or none). ``"unverified": true`` keeps the mark of a memory no check confirmed. ``id`` is informational; the importing store assigns its own. An import
 parses and validates every line of every file first and then stores everything in one
 transaction: a bad line anywhere means nothing is stored.
 """
@@ -39,11 +39,13 @@ from .protocol import MemoryStore
 FILE_POLARITY = {"positive.jsonl": Polarity.POSITIVE, "negative.jsonl": Polarity.NEGATIVE}
 REQUIRED = ("format_version", "kind", "polarity", "namespace", "failure_type", "question", "transition",
             "outcome", "provenance")
-OPTIONAL = ("failure_subtype", "root_cause", "context", "failure_context", "error", "signatures", "counters", "id")
+OPTIONAL = ("failure_subtype", "root_cause", "context", "failure_context", "error", "signatures", "counters", "id",
+            "unverified")
 PROVENANCE_FIELDS = ("source_query", "episode_id", "source_pos", "method", "namespace")
 
 
 def variant_to_record(memory: MemoryVariant) -> dict[str, Any]:
+    """One line of the export; ``unverified`` only when set (so a verified memory's line is as before)."""
     return {
         "format_version": FORMAT_VERSION,
         "kind": memory.kind,
@@ -62,6 +64,7 @@ def variant_to_record(memory: MemoryVariant) -> dict[str, Any]:
         "provenance": [{name: getattr(p, name) for name in PROVENANCE_FIELDS} for p in memory.provenance],
         "counters": {name: getattr(memory.counters, name) for name in COUNTER_NAMES},
         "id": memory.id,
+        **({"unverified": True} if memory.unverified else {}),
     }
 
 
@@ -107,6 +110,9 @@ def record_to_variant(record: Any, *, expected_polarity: Polarity | None = None)
     signatures = record.get("signatures", {})
     if not isinstance(signatures, dict):
         raise InvalidInputError(f"signatures must be an object, got {json_type(signatures)}")
+    unverified = record.get("unverified", False)
+    if not isinstance(unverified, bool):
+        raise InvalidInputError(f"unverified must be true or false, got {json_type(unverified)}")
     memory = MemoryVariant(
         kind=record["kind"], polarity=record["polarity"], namespace=record["namespace"],
         failure_type=record["failure_type"], question=record["question"],
@@ -114,7 +120,7 @@ def record_to_variant(record: Any, *, expected_polarity: Polarity | None = None)
         failure_subtype=record.get("failure_subtype", ""), root_cause=record.get("root_cause", ""),
         context=record.get("context", ""), failure_context=record.get("failure_context", ""),
         error=record.get("error", ""), signatures=signatures, provenance=tuple(provs),
-        counters=Counters(**counters))
+        counters=Counters(**counters), unverified=unverified)
     if record.get("id") is not None:
         check_int(record["id"], "id", low=0, high=INT64_MAX, note=" or null")
     if expected_polarity is not None and memory.polarity is not expected_polarity:

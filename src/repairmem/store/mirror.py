@@ -43,6 +43,7 @@ class Mirror:
     def __init__(self) -> None:
         self.last_variant = 0
         self.last_episode = 0
+        self.last_lifecycle = 0
         self.n = 0
         self._data = {name: np.empty(1024, dtype=kind) for name, kind in _COLUMNS.items()}
         self.codes: dict[str, int] = {}
@@ -105,3 +106,17 @@ class Mirror:
             else:
                 mine.append(row)
         self.last_episode = int(ids[-1])
+
+    def forget(self, ids: Sequence[int], variant_ids: Sequence[int]) -> None:
+        """Tombstones (``lifecycle`` rows ``ids``, ascending): each forgotten memory is never eligible again.
+
+        Its episodes were unlinked in the same transaction, so no later episode lowers its position;
+        a memory forgotten before this mirror saw it was never added.
+        """
+        stored = self._data["ids"][:self.n]
+        wanted = np.asarray(variant_ids, dtype=np.int64)
+        rows = np.searchsorted(stored, wanted)
+        hit = rows < self.n
+        hit[hit] = stored[rows[hit]] == wanted[hit]
+        self._data["first_pos"][rows[hit]] = NEVER
+        self.last_lifecycle = int(ids[-1])

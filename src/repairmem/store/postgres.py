@@ -38,7 +38,7 @@ from ..sqlite_wal import check_writable
 from ..types import COUNTER_NAMES, MemoryVariant, Provenance
 from .mirror import paused_gc
 from .protocol import Embedder
-from .sqlbase import SQLStoreBase
+from .sqlbase import v5_migration, SQLStoreBase
 from .sqlite import SQLiteMemoryStore, _Mirror, _variant_from_row
 
 try:
@@ -115,6 +115,9 @@ MIGRATIONS: list[list[str]] = [
     [   # v4: the keys of feedback already counted, so a retried feedback never counts twice
         """CREATE TABLE feedback_keys (key TEXT PRIMARY KEY)""",
     ],
+    [   # v5: forget and correct (append-only tombstones), and counters per namespace (as SQLite's v5)
+        *v5_migration("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT"),
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_FROM = 2   # v3 only adds an index, v4 a table only writes use: a read-only open reads a v2 store as it is
@@ -168,6 +171,7 @@ class PostgresMemoryStore(SQLStoreBase):
     # One implementation of causal eligibility for both backends: it reads ``self._refresh()``.
     eligible_ids = SQLiteMemoryStore.eligible_ids
     candidates = SQLiteMemoryStore.candidates
+    _listed = SQLiteMemoryStore._listed
     index_path = None     # no folder beside a server: ``MemoryIndex`` is built in memory on open
 
     def __init__(self, url: str, *, embedder: Embedder | None = None, connect_timeout_s: float = 30.0,
@@ -179,6 +183,7 @@ class PostgresMemoryStore(SQLStoreBase):
         self.embedder = embedder
         self.read_only = read_only
         self._mirror = _Mirror()
+        self._v5: bool | None = None
         self._url, self._timeout = url, max(1, int(connect_timeout_s))
         self._closed = False
         self._db = self._connect()
@@ -315,12 +320,17 @@ class PostgresMemoryStore(SQLStoreBase):
     def _insert_id(db, sql: str, params: Sequence) -> int:
         return db.execute(sql + " RETURNING id", params).fetchone()[0]
 
-    def _add_counters(self, sql: str, values: Sequence[int], variant_id, key: str | None) -> bool:
+    def _add_counters(self, sql: str, values: Sequence[int], variant_id, key: str | None, scoped) -> bool:
         """Without the write lock: the update appends no row the mirror reads, ``n = n + k`` is atomic,
         and the key's primary key makes a concurrent second claim wait, then find it taken."""
         check_writable(self.read_only, self.path)
         with self._db.transaction():
-            return self._count(self._db, sql, values, variant_id, key)
+            return self._count(self._db, sql, values, variant_id, key, scoped)
+
+    def _has_v5(self) -> bool:
+        if self._v5 is None:
+            self._v5 = self._db.execute("SELECT to_regclass('lifecycle') IS NOT NULL").fetchone()[0]
+        return self._v5
 
     @staticmethod
     def _put_vectors(db, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
@@ -364,14 +374,20 @@ class PostgresMemoryStore(SQLStoreBase):
                 "SELECT 'v', id, polarity, namespace, kind, failure_type, NULL::bigint, NULL::bigint "
                 "FROM variants WHERE id > %s "
                 "UNION ALL SELECT 'e', id, NULL, source_query, NULL, NULL, variant_id, source_pos "
-                "FROM episodes WHERE id > %s ORDER BY 1 DESC, 2",   # variants first, then episodes, by id
-                (m.last_variant, m.last_episode)).fetchall()
+                "FROM episodes WHERE id > %s " + (
+                    "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL, variant_id, NULL FROM lifecycle "
+                    "WHERE id > %s AND action = 'forget' " if self._has_v5() else "")
+                + "ORDER BY 1 DESC, 2",   # by kind, then by id
+                (m.last_variant, m.last_episode, *((m.last_lifecycle,) if self._has_v5() else ()))).fetchall()
             variants = [row[1:6] for row in rows if row[0] == "v"]
             if variants:
                 m.add_variants(*zip(*variants))
             episodes = [(row[1], row[6], row[3], row[7]) for row in rows if row[0] == "e"]
             if episodes:
                 m.add_episodes(*zip(*episodes), where=self.path)
+            forgotten = [(row[1], row[6]) for row in rows if row[0] == "f"]
+            if forgotten:
+                m.forget(*zip(*forgotten))
         return m
 
     def get(self, ids: Sequence[int]) -> list[MemoryVariant]:
@@ -380,14 +396,15 @@ class PostgresMemoryStore(SQLStoreBase):
             return []
         found = {}
         for row in self._db.execute(   # one statement: a variant and its provenance from one snapshot
-                f"SELECT {_VARIANT_COLUMNS}, (SELECT coalesce(json_agg(json_build_array(e.source_query, "
+                f"SELECT {_VARIANT_COLUMNS}, {'v.unverified' if self._has_v5() else '0'}, (SELECT coalesce(json_agg(json_build_array(e.source_query, "
                 "e.episode_id, e.source_pos, e.method, e.namespace) ORDER BY e.source_pos, e.id), '[]'::json) "
                 "FROM episodes e WHERE e.variant_id = v.id) FROM variants v WHERE v.id = ANY(%s::bigint[])", (ids,)):
             found[row[0]] = row
         missing = [i for i in ids if i not in found]
         if missing:
             raise InvalidInputError(f"{self.path}: no memory with id {missing[0]}")
-        return [_variant_from_row(found[i][:-1], [Provenance(*p) for p in found[i][-1]]) for i in ids]
+        return [_variant_from_row(found[i][:-2], [Provenance(*p) for p in found[i][-1]], where=self.path,
+                                  unverified=found[i][-2]) for i in ids]
 
     def all_variants(self) -> list[MemoryVariant]:
         return self.get([r[0] for r in self._db.execute("SELECT id FROM variants ORDER BY id")])
@@ -436,6 +453,8 @@ def _reconnecting(method, *, retry: bool):
 # reads and idempotent writes (finalize merges a repeated episode, put_vectors overwrites, a keyed
 # record_feedback counts once) retry on a new session; import_variants and an unkeyed record_feedback do not
 for _name, _retry in (("finalize", True), ("import_variants", False), ("record_feedback", False),
+                      ("forget", False), ("correct", False), ("history", True), ("lifecycle_mark", True), ("lifecycle_since", True),
+                      ("namespace_counters", True),
                       ("put_vectors", True), ("vectors", True), ("variant_ids", True), ("eligible_ids", True),
                       ("candidates", True), ("get", True), ("all_variants", True), ("__len__", True),
                       ("max_position", True), ("stats", True), ("integrity_problems", True)):

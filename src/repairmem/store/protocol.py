@@ -52,9 +52,23 @@ class MemoryStore(Protocol):
     def import_variants(self, variants: Iterable[MemoryVariant]) -> list[int]:
         """Add many variants in one transaction: all are stored or none."""
 
-    def record_feedback(self, variant_id: int, *, key: str | None = None, **increments: int) -> bool:
-        """Add to a variant's counters (uses, accepted, rejected, verified, false_positives), atomically.
+    def record_feedback(self, variant_id: int, *, key: str | None = None, namespace: str | None = None,
+                        **increments: int) -> bool:
+        """Add to a variant's counters (uses, accepted, rejected, verified, false_positives), atomically;
+        with a ``namespace``, to that namespace's counters of it too (``namespace_counters``).
         With a ``key``, at most once per key, whoever retries: False when the key was counted before."""
+
+    def forget(self, ids: Sequence[int] | None = None, *, namespace: str | None = None, actor: str = "",
+               reason: str = "") -> list[int]:
+        """Delete memories (by id, or every one of a namespace), their vectors and counters, and append a
+        tombstone each (``lifecycle_mark`` moves): one transaction; an unknown id changes nothing."""
+
+    def correct(self, variant_id: int, after: str, *, actor: str = "", reason: str = "") -> MemoryVariant:
+        """Replace a memory's fix, re-embed it, keep the original in its history: one transaction."""
+
+    def history(self, variant_id: int) -> list[dict]:
+        """Corrections and forgetting of a memory, oldest first (action, namespace, original, replacement,
+        actor, reason, at)."""
 
     def put_vectors(self, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
         """Store vectors computed outside the store (by the index, for ``encoder``), atomically."""
@@ -63,12 +77,16 @@ class MemoryStore(Protocol):
 
     def eligible_ids(self, *, position: int, query_id: str, namespace: str,
                      scope: Scope = Scope.GLOBAL, polarity: Polarity | None = None,
-                     kind: str | None = None, failure_type: str | None = None) -> np.ndarray:
-        """Sorted int64 ids of the variants the current query may see at ``position``."""
+                     kind: str | None = None, failure_type: str | None = None,
+                     namespaces: Sequence[str] | None = None, reused_abroad: bool = False) -> np.ndarray:
+        """Sorted int64 ids of the variants the current query may see at ``position``; ``namespaces``:
+        only memories of these (None: any); ``reused_abroad``: a memory of another namespace than
+        ``namespace`` only once it has a verified reuse (a memory's trust does not travel before)."""
 
     def candidates(self, *, position: int, query_id: str, namespace: str,
                    scope: Scope = Scope.GLOBAL, polarity: Polarity | None = None,
-                   kind: str | None = None, failure_type: str | None = None) -> list[MemoryVariant]:
+                   kind: str | None = None, failure_type: str | None = None,
+                   namespaces: Sequence[str] | None = None, reused_abroad: bool = False) -> list[MemoryVariant]:
         """The eligible variants themselves, in id order."""
 
     def get(self, ids: Sequence[int]) -> list[MemoryVariant]:
@@ -82,6 +100,15 @@ class MemoryStore(Protocol):
 
     def vectors(self, encoder: str, ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
         """(the ids of ``ids`` that have a vector for ``encoder``, their vectors as a float32 matrix), in id order."""
+
+    def namespace_counters(self, ids: Sequence[int]) -> dict:
+        """{id: {namespace: Counters}}: what each namespace's feedback gave those of ``ids`` with any."""
+
+    def lifecycle_since(self, mark: int) -> list:
+        """(action, memory id) of each forget and correct since ``lifecycle_mark`` was ``mark``, in order."""
+
+    def lifecycle_mark(self) -> int:
+        """Grows with every forget or correct (0: none yet): an index built at another mark is stale."""
 
     def max_position(self) -> int | None:
         """The highest stream position of any finalized episode (None when there is none)."""

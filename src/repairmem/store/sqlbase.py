@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from contextlib import AbstractContextManager
+from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -20,12 +21,38 @@ from ..types import COUNTER_NAMES, Counters, Episode, MemoryVariant, Provenance
 from .protocol import Embedder
 
 
+def v5_migration(identity: str, integer: str) -> list[str]:
+    """Store schema v5 in a backend's types (``identity``: its auto-numbered key): the lifecycle log
+    (forget and correct, append-only: the tombstones the mirror and the index catch up on), the
+    unverified mark, and each memory's counters per namespace that gave feedback. Shipped: never edit."""
+    counters = ",\n".join(f"            {n} {integer} NOT NULL DEFAULT 0" for n in COUNTER_NAMES)
+    return [f"""CREATE TABLE lifecycle (
+            id {identity},
+            action TEXT NOT NULL CHECK (action IN ('forget', 'correct')),
+            variant_id {integer} NOT NULL,
+            namespace TEXT NOT NULL,
+            original TEXT NOT NULL,
+            replacement TEXT,
+            actor TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            at TEXT NOT NULL)""",
+            "CREATE INDEX lifecycle_by_variant ON lifecycle (variant_id)",
+            "ALTER TABLE variants ADD COLUMN unverified INTEGER NOT NULL DEFAULT 0",
+            f"""CREATE TABLE namespace_counters (
+            variant_id {integer} NOT NULL REFERENCES variants(id),
+            namespace TEXT NOT NULL,
+{counters},
+            PRIMARY KEY (variant_id, namespace))"""]
+
+
 class SQLStoreBase:
     """``finalize``, ``import_variants``, ``record_feedback``, ``stats`` over a backend's dialect hooks."""
 
     PARAM: str              # the driver's placeholder: "?" or "%s"
     INSERT_PATTERN: str     # insert (kind, failure_type, root_cause) into patterns unless it is there
     BYTE_ORDER: str = ""    # after ORDER BY a text column: sort by bytes, as SQLite does by default
+    NEW_ID: tuple[str, str] = ("", "")   # (column, value) giving a new variant its id; SQLite's never reuses a
+                                         # forgotten one (its rowid would), PostgreSQL's identity never does
 
     path: str
     embedder: Embedder | None
@@ -46,7 +73,7 @@ class SQLStoreBase:
         """Insert or replace the vectors of ``ids`` for ``encoder`` inside ``db``'s transaction."""
         raise NotImplementedError
 
-    def _add_counters(self, sql: str, values: Sequence[int], variant_id, key: str | None) -> bool:
+    def _add_counters(self, sql: str, values: Sequence[int], variant_id, key: str | None, scoped) -> bool:
         """``_count`` in a transaction of the backend's choosing."""
         raise NotImplementedError
 
@@ -101,6 +128,8 @@ class SQLStoreBase:
         key = memory.transition_key
         row = db.execute(f"SELECT id FROM variants WHERE transition_key = {p}", (key,)).fetchone()
         if row is not None:
+            if not memory.unverified:    # a checked copy of an unverified memory confirms it
+                db.execute(f"UPDATE variants SET unverified = 0 WHERE id = {p} AND unverified <> 0", (row[0],))
             if any(getattr(memory.counters, n) for n in COUNTER_NAMES):
                 db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + {p}" for n in COUNTER_NAMES)
                            + f" WHERE id = {p}", [getattr(memory.counters, n) for n in COUNTER_NAMES] + [row[0]])
@@ -110,13 +139,14 @@ class SQLStoreBase:
         pattern_id = db.execute(f"SELECT id FROM patterns WHERE kind = {p} AND failure_type = {p} AND root_cause = {p}",
                                 (pattern.kind, pattern.failure_type, pattern.root_cause)).fetchone()[0]
         variant_id = self._insert_id(
-            db, "INSERT INTO variants (pattern_id, transition_key, kind, polarity, namespace, failure_type, "
-            "failure_subtype, root_cause, question, context, failure_context, before, after, outcome, error, "
-            "signatures, " + ", ".join(COUNTER_NAMES) + f") VALUES ({self._marks(21)})",
+            db, f"INSERT INTO variants ({self.NEW_ID[0]}pattern_id, transition_key, kind, polarity, namespace, "
+            "failure_type, failure_subtype, root_cause, question, context, failure_context, before, after, outcome, "
+            "error, signatures, unverified, " + ", ".join(COUNTER_NAMES)
+            + f") VALUES ({self.NEW_ID[1]}{self._marks(22)})",
             (pattern_id, key, memory.kind, memory.polarity.value, memory.namespace, memory.failure_type,
              memory.failure_subtype, memory.root_cause, memory.question, memory.context, memory.failure_context,
              memory.before, memory.after, memory.outcome.value, memory.error,
-             json.dumps(dict(memory.signatures), sort_keys=True),
+             json.dumps(dict(memory.signatures), sort_keys=True), int(memory.unverified),
              *(getattr(memory.counters, n) for n in COUNTER_NAMES)))
         return variant_id, True
 
@@ -163,7 +193,8 @@ class SQLStoreBase:
             self._store_vectors(db, fresh)   # one batch, inside the same transaction
         return ids
 
-    def record_feedback(self, variant_id: int, *, key: str | None = None, **increments: int) -> bool:
+    def record_feedback(self, variant_id: int, *, key: str | None = None, namespace: str | None = None,
+                        **increments: int) -> bool:
         unknown = set(increments) - set(COUNTER_NAMES)
         if unknown:
             raise InvalidInputError(f"unknown counter(s) {sorted(unknown)}; expected {', '.join(COUNTER_NAMES)}")
@@ -173,18 +204,142 @@ class SQLStoreBase:
             raise InvalidInputError(f"a feedback key must be a non-empty string, got {key!r}")
         if not increments:
             return False
+        if namespace is not None and (not isinstance(namespace, str) or not namespace):
+            raise InvalidInputError(f"a feedback namespace must be a non-empty string, got {namespace!r}")
         sql = ("UPDATE variants SET " + ", ".join(f"{n} = {n} + {self.PARAM}" for n in increments)
                + " WHERE id = " + self.PARAM)
-        return self._add_counters(sql, tuple(increments.values()), variant_id, key)
+        return self._add_counters(sql, tuple(increments.values()), variant_id, key,
+                                  (namespace, increments, increments.get("verified", 0) > 0))
 
-    def _count(self, db, sql: str, values: Sequence[int], variant_id, key: str | None) -> bool:
-        """Inside one transaction: claim ``key`` (False if it was claimed before), then add the counters;
-        an unknown memory rolls both back."""
+    def _count(self, db, sql: str, values: Sequence[int], variant_id, key: str | None, scoped) -> bool:
+        """Inside one transaction: claim ``key`` (False if it was claimed before), then add the counters,
+        the memory's and, given ``scoped`` = (namespace or None, increments, verified), that namespace's;
+        a verified reuse clears the memory's unverified mark. An unknown memory rolls all back."""
         if key is not None and db.execute(self.INSERT_KEY, (key,)).rowcount == 0:
             return False
         if db.execute(sql, (*values, int(variant_id))).rowcount != 1:
             raise InvalidInputError(f"{self.path}: no memory with id {variant_id}")
+        namespace, increments, verified = scoped
+        p = self.PARAM
+        if verified:    # a verified reuse confirms a memory recorded on a caller's word
+            db.execute(f"UPDATE variants SET unverified = 0 WHERE id = {p} AND unverified <> 0", (int(variant_id),))
+        if namespace is not None:
+            db.execute(f"INSERT INTO namespace_counters (variant_id, namespace) VALUES ({p}, {p}) "
+                       "ON CONFLICT (variant_id, namespace) DO NOTHING", (int(variant_id), namespace))
+            db.execute("UPDATE namespace_counters SET " + ", ".join(f"{n} = {n} + {p}" for n in increments)
+                       + f" WHERE variant_id = {p} AND namespace = {p}",
+                       (*increments.values(), int(variant_id), namespace))
         return True
+
+    def namespace_counters(self, ids: Sequence[int]) -> dict[int, dict[str, Counters]]:
+        """{id: {namespace: the counters that namespace's feedback gave it}} for those of ``ids`` with any."""
+        ids = [int(i) for i in ids]
+        if not ids or not self._has_v5():
+            return {}
+        out: dict[int, dict[str, Counters]] = {}
+        for row in self._db.execute(f"SELECT variant_id, namespace, {', '.join(COUNTER_NAMES)} FROM "
+                                    f"namespace_counters WHERE variant_id IN ({self._marks(len(ids))})", ids):
+            out.setdefault(int(row[0]), {})[row[1]] = Counters(*(int(v) for v in row[2:]))
+        return out
+
+    def _reused(self, ids: list[int]) -> list[int]:
+        """Those of ``ids`` with at least one verified reuse (``verified`` counter > 0)."""
+        out: list[int] = []
+        for start in range(0, len(ids), 900):
+            chunk = ids[start:start + 900]
+            out += [int(r[0]) for r in self._db.execute(
+                f"SELECT id FROM variants WHERE verified > 0 AND id IN ({self._marks(len(chunk))})", chunk)]
+        return out
+
+    # -- lifecycle: forget, correct, history -------------------------------------------------
+
+    def _has_v5(self) -> bool:
+        """Whether the store holds v5's tables (a read-only open reads older stores as they are)."""
+        raise NotImplementedError
+
+    def forget(self, ids: Sequence[int] | None = None, *, namespace: str | None = None, actor: str = "",
+               reason: str = "") -> list[int]:
+        """Delete memories (``ids``, or every one of ``namespace``) with their vectors and counters, unlink
+        their episodes, and append one tombstone each to ``lifecycle``: one transaction. The ids forgotten."""
+        if (ids is None) == (namespace is None):
+            raise InvalidInputError("forget: give memory ids or a namespace (one of them)")
+        p = self.PARAM
+        if ids is not None:
+            ids = [check_int(i, "memory id", low=1) for i in ids]
+            if not ids:
+                raise InvalidInputError("forget: no memory id given")
+            where, params = f"id IN ({self._marks(len(ids))})", tuple(ids)
+        else:
+            where, params = f"namespace = {p}", (namespace,)
+        at = _now()
+        with self._write() as db:
+            found = [int(r[0]) for r in db.execute(f"SELECT id FROM variants WHERE {where} ORDER BY id", params)]
+            if ids is not None and len(found) != len(set(ids)):
+                missing = sorted(set(ids) - set(found))
+                raise InvalidInputError(f"{self.path}: no memory with id {missing[0]}")
+            if not found:
+                raise InvalidInputError(f"{self.path}: namespace {namespace!r} holds no memory")
+            chosen = f"variant_id IN (SELECT id FROM variants WHERE {where})"
+            db.execute("INSERT INTO lifecycle (action, variant_id, namespace, original, replacement, actor, reason, "
+                       f"at) SELECT 'forget', id, namespace, '', NULL, {p}, {p}, {p} FROM variants WHERE {where} "
+                       "ORDER BY id", (actor, reason, at, *params))
+            for table in ("embeddings", "namespace_counters"):
+                db.execute(f"DELETE FROM {table} WHERE {chosen}", params)
+            db.execute(f"UPDATE episodes SET variant_id = NULL WHERE {chosen}", params)
+            db.execute(f"DELETE FROM variants WHERE {where}", params)
+            db.execute("DELETE FROM patterns WHERE NOT EXISTS (SELECT 1 FROM variants v WHERE v.pattern_id = "
+                       "patterns.id)")
+        return found
+
+    def correct(self, variant_id: int, after: str, *, actor: str = "", reason: str = "") -> MemoryVariant:
+        """Replace memory ``variant_id``'s fix (``after``) with ``after``, re-embed it and append the
+        original to ``lifecycle`` (who, when, what it was): one transaction. The memory as corrected."""
+        old = self.get([check_int(variant_id, "memory id", low=1)])[0]     # an unknown id: InvalidInputError
+        if not isinstance(after, str) or not after.strip():
+            raise InvalidInputError(f"correct: the new fix must be a non-empty string, got {after!r}")
+        new = old.with_(after=after)
+        p = self.PARAM
+        with self._write() as db:
+            row = db.execute(f"SELECT after FROM variants WHERE id = {p}", (old.id,)).fetchone()
+            if row is None or row[0] != old.after:
+                raise StoreError(f"{self.path}: memory #{old.id} changed or was forgotten while it was being "
+                                 "corrected; read it again")
+            other = db.execute(f"SELECT id FROM variants WHERE transition_key = {p} AND id <> {p}",
+                               (new.transition_key, old.id)).fetchone()
+            if other is not None:
+                raise InvalidInputError(f"correct: memory #{other[0]} already holds this fix for the same failure; "
+                                        f"forget memory #{old.id} instead")
+            db.execute(f"UPDATE variants SET after = {p}, transition_key = {p} WHERE id = {p}",
+                       (after, new.transition_key, old.id))
+            db.execute(f"DELETE FROM embeddings WHERE variant_id = {p}", (old.id,))
+            self._store_vectors(db, [(old.id, new)])
+            db.execute("INSERT INTO lifecycle (action, variant_id, namespace, original, replacement, actor, reason, "
+                       f"at) VALUES ('correct', {self._marks(7)})",
+                       (old.id, old.namespace, old.after, after, actor, reason, _now()))
+        return new
+
+    def history(self, variant_id: int) -> list[dict]:
+        """What happened to memory ``variant_id`` after it was recorded (corrections, its forgetting), oldest first."""
+        if not self._has_v5():
+            return []
+        rows = self._db.execute("SELECT action, namespace, original, replacement, actor, reason, at FROM lifecycle "
+                                f"WHERE variant_id = {self.PARAM} ORDER BY id",
+                                (check_int(variant_id, "memory id", low=1),)).fetchall()
+        return [{"action": a, "namespace": ns, "original": o, "replacement": r, "actor": who, "reason": why,
+                 "at": at} for a, ns, o, r, who, why, at in rows]
+
+    def lifecycle_since(self, mark: int) -> list[tuple[str, int]]:
+        """(action, memory id) of every forget and correct after ``lifecycle_mark`` was ``mark``, in order."""
+        if not self._has_v5():
+            return []
+        return [(a, int(v)) for a, v in self._db.execute(
+            f"SELECT action, variant_id FROM lifecycle WHERE id > {self.PARAM} ORDER BY id", (int(mark),))]
+
+    def lifecycle_mark(self) -> int:
+        """The newest ``lifecycle`` row's id (0: nothing forgotten or corrected): how an index knows to rebuild."""
+        if not self._has_v5():
+            return 0
+        return int(self._db.execute("SELECT coalesce(max(id), 0) FROM lifecycle").fetchone()[0])
 
     def stats(self) -> dict:
         db = self._db
@@ -224,3 +379,7 @@ class SQLStoreBase:
         if dangling:
             problems.append(f"{dangling} episode(s) pointing at a missing variant")
         return problems
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

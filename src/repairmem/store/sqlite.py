@@ -32,7 +32,7 @@ from ..types import COUNTER_NAMES, Counters, MemoryVariant, Outcome, Polarity, P
 from .mirror import Mirror as _Mirror
 from .mirror import paused_gc
 from .protocol import Embedder
-from .sqlbase import SQLStoreBase
+from .sqlbase import v5_migration, SQLStoreBase
 
 APPLICATION_ID = 0x52504D4D  # "RPMM": marks a file as a repairmem store
 
@@ -98,6 +98,10 @@ MIGRATIONS: list[list[str]] = [
     [   # v4: the keys of feedback already counted, so a retried feedback never counts twice
         """CREATE TABLE feedback_keys (key TEXT PRIMARY KEY)""",
     ],
+    [   # v5: forget and correct (append-only: the tombstones the mirror and the index catch up on), and
+        # each memory's counters per namespace that gave feedback
+        *v5_migration("INTEGER PRIMARY KEY", "INTEGER"),
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_FROM = 2   # v3 only adds indexes, v4 a table only writes use: a read-only open reads a v2 store as it is
@@ -130,6 +134,7 @@ class SQLiteMemoryStore(SQLStoreBase):
         self.embedder = embedder
         self.read_only = read_only
         self._mirror = _Mirror()
+        self._v5: bool | None = None
         self._seen_data_version: int | None = None
         self._own_writes = 0
         self._seen_own_writes = -1
@@ -202,7 +207,16 @@ class SQLiteMemoryStore(SQLStoreBase):
     PARAM = "?"
     INSERT_PATTERN = "INSERT OR IGNORE INTO patterns (kind, failure_type, root_cause) VALUES (?, ?, ?)"
     INSERT_KEY = "INSERT OR IGNORE INTO feedback_keys (key) VALUES (?)"
+    NEW_ID = ("id, ", "max(coalesce((SELECT max(id) FROM variants), 0), coalesce((SELECT max(variant_id) FROM "
+                      "lifecycle WHERE action = 'forget'), 0)) + 1, ")
     finalize = _guarded(SQLStoreBase.finalize)
+    forget = _guarded(SQLStoreBase.forget)
+    correct = _guarded(SQLStoreBase.correct)
+    history = _guarded(SQLStoreBase.history)
+    lifecycle_mark = _guarded(SQLStoreBase.lifecycle_mark)
+    lifecycle_since = _guarded(SQLStoreBase.lifecycle_since)
+    _reused = _guarded(SQLStoreBase._reused)
+    namespace_counters = _guarded(SQLStoreBase.namespace_counters)
     import_variants = _guarded(SQLStoreBase.import_variants)
     record_feedback = _guarded(SQLStoreBase.record_feedback)
     stats = _guarded(SQLStoreBase.stats)
@@ -211,9 +225,15 @@ class SQLiteMemoryStore(SQLStoreBase):
     def _insert_id(db, sql: str, params: Sequence) -> int:
         return db.execute(sql, params).lastrowid
 
-    def _add_counters(self, sql: str, values: Sequence[int], variant_id, key: str | None) -> bool:
+    def _add_counters(self, sql: str, values: Sequence[int], variant_id, key: str | None, scoped) -> bool:
         with self._write() as db:
-            return self._count(db, sql, values, variant_id, key)
+            return self._count(db, sql, values, variant_id, key, scoped)
+
+    def _has_v5(self) -> bool:
+        if self._v5 is None:
+            self._v5 = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'lifecycle'"
+                                        ).fetchone() is not None
+        return self._v5
 
     @staticmethod
     def _put_vectors(db, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
@@ -286,6 +306,9 @@ class SQLiteMemoryStore(SQLStoreBase):
                 new_episodes = self._db.execute(
                     "SELECT id, variant_id, source_query, source_pos FROM episodes WHERE id > ? ORDER BY id",
                     (m.last_episode,)).fetchall()
+                forgotten = self._db.execute(
+                    "SELECT id, variant_id FROM lifecycle WHERE id > ? AND action = 'forget' ORDER BY id",
+                    (m.last_lifecycle,)).fetchall() if self._has_v5() else []
             finally:
                 self._db.execute("COMMIT")
             if new_variants or new_episodes:
@@ -294,6 +317,8 @@ class SQLiteMemoryStore(SQLStoreBase):
                 m.add_variants(*zip(*new_variants))
             if new_episodes:
                 m.add_episodes(*zip(*new_episodes), where=self.path)
+            if forgotten:
+                m.forget(*zip(*forgotten))
         self._seen_data_version = data_version
         self._seen_own_writes = self._own_writes
         return m
@@ -313,7 +338,8 @@ class SQLiteMemoryStore(SQLStoreBase):
 
     def eligible_ids(self, *, position: int, query_id: str, namespace: str, scope: Scope = Scope.GLOBAL,
                      polarity: Polarity | None = None, kind: str | None = None,
-                     failure_type: str | None = None) -> np.ndarray:
+                     failure_type: str | None = None, namespaces: Sequence[str] | None = None,
+                     reused_abroad: bool = False) -> np.ndarray:
         check_int(position, "position", low=0, high=INT64_MAX)   # as an episode's (record refuses the rest)
         if not query_id:
             raise InvalidInputError("query_id must be non-empty: it is how a query's own memories are excluded")
@@ -331,16 +357,33 @@ class SQLiteMemoryStore(SQLStoreBase):
         for name, value in (("kind", kind), ("failure_type", failure_type)):
             if value is not None:
                 mask &= cols[name] == m.codes.get(value, -1)
+        if namespaces is not None:
+            mask &= np.isin(cols["namespace"], [m.codes.get(n, -1) for n in namespaces])
         own = m.own.get(query_id)
         if own:     # the query's own memories, by mirror row (np.isin sorted the whole pool: 0.4 ms at 100k)
             mask[own] = False
-        return np.compress(mask, cols["ids"])   # 6x faster than cols["ids"][mask] on a random mask
+        ids = np.compress(mask, cols["ids"])   # 6x faster than cols["ids"][mask] on a random mask
+        if reused_abroad and len(ids):         # another namespace's memory only after a verified reuse
+            abroad = np.compress(mask, cols["namespace"]) != ns_code
+            if abroad.any():
+                ids = ids[~abroad | np.isin(ids, self._reused(ids[abroad].tolist()))]
+        return ids
 
     def candidates(self, *, position: int, query_id: str, namespace: str, scope: Scope = Scope.GLOBAL,
                    polarity: Polarity | None = None, kind: str | None = None,
-                   failure_type: str | None = None) -> list[MemoryVariant]:
-        return self.get(self.eligible_ids(position=position, query_id=query_id, namespace=namespace, scope=scope,
-                                          polarity=polarity, kind=kind, failure_type=failure_type).tolist())
+                   failure_type: str | None = None, namespaces: Sequence[str] | None = None,
+                   reused_abroad: bool = False) -> list[MemoryVariant]:
+        return self._listed(self.eligible_ids(position=position, query_id=query_id, namespace=namespace, scope=scope,
+                                              polarity=polarity, kind=kind, failure_type=failure_type,
+                                              namespaces=namespaces, reused_abroad=reused_abroad).tolist())
+
+    def _listed(self, ids: list[int]) -> list[MemoryVariant]:
+        """The memories of ids the store itself listed: one it cannot read back is damage, not bad input."""
+        try:
+            return self.get(ids)
+        except InvalidInputError as exc:
+            raise StoreError(f"{exc}, though the store lists it: the file is damaged; restore it from a "
+                             "backup") from None
 
     @_guarded
     def get(self, ids: Sequence[int]) -> list[MemoryVariant]:
@@ -354,7 +397,9 @@ class SQLiteMemoryStore(SQLStoreBase):
             for start in range(0, len(ids), 500):
                 chunk = ids[start:start + 500]
                 marks = ",".join("?" * len(chunk))
-                for row in self._db.execute(f"SELECT {_VARIANT_COLUMNS} FROM variants WHERE id IN ({marks})", chunk):
+                flag = "unverified" if self._has_v5() else "0"
+                for row in self._db.execute(f"SELECT {_VARIANT_COLUMNS}, {flag} FROM variants WHERE id IN ({marks})",
+                                            chunk):
                     found[row[0]] = row
                 for vid, query, ep, pos, method, ns in self._db.execute(
                         "SELECT variant_id, source_query, episode_id, source_pos, method, namespace FROM episodes "
@@ -365,11 +410,12 @@ class SQLiteMemoryStore(SQLStoreBase):
         missing = [i for i in ids if i not in found]
         if missing:
             raise InvalidInputError(f"{self.path}: no memory with id {missing[0]}")
-        return [_variant_from_row(found[i], provenance.get(i, []), where=self.path) for i in ids]
+        return [_variant_from_row(found[i][:-1], provenance.get(i, []), where=self.path, unverified=found[i][-1])
+                for i in ids]
 
     @_guarded
     def all_variants(self) -> list[MemoryVariant]:
-        return self.get(self.variant_ids())
+        return self._listed(self.variant_ids())
 
     @_guarded
     def __len__(self) -> int:
@@ -386,7 +432,7 @@ class SQLiteMemoryStore(SQLStoreBase):
         return problems + self._link_problems()
 
 
-def _variant_from_row(row, provenance: Sequence, *, where: str = "store") -> MemoryVariant:
+def _variant_from_row(row, provenance: Sequence, *, where: str = "store", unverified=0) -> MemoryVariant:
     """The memory of one ``variants`` row and its ``episodes`` rows (``Provenance`` or its field tuples);
     rows that do not make a valid memory are damage (``StoreError``)."""
     (vid, kind, polarity, namespace, failure_type, failure_subtype, root_cause, question, context,
@@ -398,6 +444,6 @@ def _variant_from_row(row, provenance: Sequence, *, where: str = "store") -> Mem
             failure_context=failure_context, before=before, after=after, outcome=Outcome.parse(outcome),
             error=error, signatures=parse_json(signatures, where="signatures"),
             provenance=tuple(p if isinstance(p, Provenance) else Provenance(*p) for p in provenance),
-            counters=Counters(*counts), id=vid)
+            counters=Counters(*counts), id=vid, unverified=unverified == 1)
     except (InvalidInputError, TypeError) as exc:
         raise StoreError(f"{where}: memory #{vid} is damaged ({exc}); restore the store from a backup") from None

@@ -1,0 +1,130 @@
+"""``Memory.forget`` and ``Memory.correct`` (issue 32, item 5): what goes, what stays, what is refused.
+
+A forgotten memory leaves the store, its vectors, the retrieval index (rebuilt from stored vectors when
+the store's lifecycle mark moves) and the persisted index, and never comes back after a reopen; a
+corrected one keeps its provenance and its original in ``history``. Bad input changes nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from repairmem import InvalidInputError, Memory
+from repairmem.types import Attempt, Episode
+
+LOG = "E   ModuleNotFoundError: No module named 'requests'"
+
+
+def episode(i: int, namespace: str, fix: str = ".venv/bin/python -m pytest tests/") -> Episode:
+    return Episode(episode_id=f"e{i}", query_id=f"q{i}", position=i, namespace=namespace, question="run the tests",
+                   attempts=(Attempt("pytest tests/", "EXECUTION_ERROR", LOG), Attempt(fix, "CORRECT")),
+                   kind="terminal", finalized=True)
+
+
+def failure(project: str):
+    from repairmem import TerminalFailure
+    return TerminalFailure(command="pytest tests/unit", log=LOG, task="run the tests", project=project)
+
+
+def ids(recall) -> list[int]:
+    return [s.memory.id for s in recall.candidates]
+
+
+def test_forget_one_memory_leaves_retrieval_and_stays_gone_after_reopen(tmp_path):
+    path = tmp_path / "m.db"
+    with Memory.open(path, encoder="hashing", policy=None) as memory:
+        a = memory.record(episode(1, "proj")).id
+        b = memory.record(episode(2, "proj", "python3 -m venv .venv && .venv/bin/pip install requests")).id
+        assert set(ids(memory.recall(failure("proj"), query_id="x"))) == {a, b}
+        assert memory.forget(a, reason="stale") == [a]
+        assert ids(memory.recall(failure("proj"), query_id="y")) == [b]
+        assert memory._index._block_of[a] == -1  # its index entry went too, not only its eligibility
+        assert memory.history(a)[0]["action"] == "forget" and memory.history(a)[0]["reason"] == "stale"
+    with Memory.open(path, encoder="hashing", policy=None) as memory:
+        assert ids(memory.recall(failure("proj"), query_id="z")) == [b]
+        with pytest.raises(InvalidInputError, match=f"no memory with id {a}"):
+            memory.get([a])
+
+
+def test_forget_a_namespace_and_refusals_change_nothing(tmp_path):
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:
+        a = memory.record(episode(1, "fork")).id
+        b = memory.record(episode(2, "home", "uv run pytest tests/")).id
+        before = memory.stats()
+        with pytest.raises(InvalidInputError, match="forget: give memory_id"):
+            memory.forget()
+        with pytest.raises(InvalidInputError, match="forget: .*no memory with id 42"):
+            memory.forget(42)
+        with pytest.raises(InvalidInputError, match="in namespace 'fork', not 'home'"):
+            memory.forget(a, namespace="home")
+        with pytest.raises(InvalidInputError, match="memory_id"):
+            memory.forget(True)
+        assert memory.stats() == before
+        assert memory.forget(namespace="fork") == [a]
+        assert [m.id for m in memory.memories()] == [b]
+
+
+def test_correct_replaces_the_fix_masks_secrets_and_keeps_provenance(tmp_path):
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:
+        m = memory.record(episode(1, "proj"))
+        token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+        fixed = memory.correct(m.id, f"GITHUB_TOKEN={token} uv run pytest tests/", reason="uv now")
+        assert token not in fixed.after and fixed.provenance == m.provenance
+        [entry] = memory.history(m.id)
+        assert entry["original"] == ".venv/bin/python -m pytest tests/" and entry["actor"] == "python"
+        got = memory.recall(failure("proj"), query_id="x")
+        assert "uv run pytest" in got.text and ".venv/bin/python" not in got.text
+        with pytest.raises(InvalidInputError, match="fix must be a non-empty string"):
+            memory.correct(m.id, "  ")
+        with pytest.raises(InvalidInputError, match="correct: .*no memory with id 7"):
+            memory.correct(7, "x")
+        assert len(memory.history(m.id)) == 1
+
+
+def test_the_unverified_mark_survives_export_and_import(tmp_path):
+    with Memory.open(tmp_path / "a.db", encoder="hashing", policy=None) as memory:
+        memory.record(episode(1, "proj"), verified=False)
+        memory.record(episode(2, "proj", "uv run pytest tests/"))
+        memory.export(tmp_path / "out")
+    lines = (tmp_path / "out" / "positive.jsonl").read_text().splitlines()
+    assert ['"unverified": true' in line for line in lines] == [True, False]
+    with Memory.open(tmp_path / "b.db", encoder="hashing", policy=None) as again:
+        again.import_([tmp_path / "out" / "positive.jsonl"])
+        assert [m.unverified for m in again.memories()] == [True, False]
+
+
+def test_reason_and_actor_are_checked_before_anything_is_written(tmp_path):
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:
+        m = memory.record(episode(1, "proj"))
+        with pytest.raises(InvalidInputError, match="reason"):
+            memory.forget(m.id, reason={"x": 1})
+        with pytest.raises(InvalidInputError, match="actor"):
+            memory.correct(m.id, "uv run pytest", actor="")
+        assert memory.history(m.id) == [] and memory.get([m.id])[0].after == m.after
+
+
+def test_a_forget_deletes_the_persisted_index_and_the_next_open_saves_a_clean_one(tmp_path):
+    import json
+    path = tmp_path / "m.db"
+    lines = []
+    for i in range(1100):        # past the index's first save (1,000 memories)
+        ep = episode(i, f"p{i % 7}", f".venv/bin/python -m pytest tests/t{i}")
+        lines.append(ep)
+    with Memory.open(path, encoder="hashing", policy=None) as memory:
+        ids = [memory.record(ep).id for ep in lines]
+        memory.recall(failure("p1"), query_id="warm")
+        manifest = tmp_path / "m.db.index" / "manifest.json"
+        assert manifest.is_file() and json.loads(manifest.read_text())["count"] == 1100
+        memory.forget(ids[5])
+        assert not manifest.exists() and not list((tmp_path / "m.db.index").glob("*.npy"))
+        row = memory._index._row_of[ids[8]]
+        memory.correct(ids[8], "uv run pytest tests/t8")
+        index = memory._index
+        assert index._block_of[ids[8]] >= 0 and index._row_of[ids[8]] != row   # added again, as corrected
+        assert index._row_of[ids[8]] == index._blocks[index._block_of[ids[8]]].n - 1
+        assert ids[5] not in {s.memory.id for s in memory.recall(failure("p5"), query_id="x").candidates}
+        assert not manifest.exists()                 # never saved while unlinked rows are held
+    with Memory.open(path, encoder="hashing", policy=None) as memory:
+        assert memory._index.loaded is False         # rebuilt from the store, then saved clean
+        assert json.loads(manifest.read_text())["count"] == 1099
+        assert memory._index._block_of[ids[5]] == -1 and memory.get([ids[8]])[0].after == "uv run pytest tests/t8"
