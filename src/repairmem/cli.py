@@ -175,12 +175,9 @@ def _store_address(store: str, *, writes: bool):
 
 def _flags_request(verb: str, args) -> dict | None:
     """forget/correct given by flags (``--id``, ``--namespace``, ``--fix``, ``--reason``); None: read JSON."""
-    if verb not in ("forget", "correct"):
-        return None
-    given = {key: value for key, value in (("memory_id", args.id), ("namespace", args.namespace),
-                                           ("fix", getattr(args, "fix", None)), ("reason", args.reason))
-             if value is not None}
-    return given or None
+    given = {key: getattr(args, flag, None) for key, flag in (("memory_id", "id"), ("namespace", "namespace"),
+                                                               ("fix", "fix"), ("reason", "reason"))}
+    return {k: v for k, v in given.items() if v is not None} or None if verb in ("forget", "correct") else None
 
 
 def _memory_verb(verb: str):
