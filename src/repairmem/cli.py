@@ -282,12 +282,11 @@ def cmd_gate_bench(args):
 
 def cmd_agent_run(args):
     from .agents.terminal import agent_run_main
-    return agent_run_main(args.tasks, args.model, args.memory, args.out, passes=args.passes,
-                          seed_from=args.seed_from, encoder=args.encoder,
+    options = {k: getattr(args, k) for k in ("passes", "seed_from", "encoder", "max_steps", "sandbox", "threads",
+                                             "grounded", "write_file", "suite", "cross_project", "cite_failure")}
+    return agent_run_main(args.tasks, args.model, args.memory, args.out, keep_workspaces=args.keep_workspaces,
                           task_ids=tuple(t for t in args.task_ids.split(",") if t) if args.task_ids else None,
-                          max_steps=args.max_steps, sandbox=args.sandbox, keep_workspaces=args.keep_workspaces,
-                          threads=args.threads, json_out=args.json, grounded=args.grounded,
-                          write_file=args.write_file, suite=args.suite, cross_project=args.cross_project)
+                          json_out=args.json, **options)
 
 
 def cmd_agent_report(args):
@@ -540,6 +539,8 @@ def _agent_commands(sub) -> None:
     p.add_argument("--write-file", action="store_true",
                    help="with --grounded: the loop's v5, which adds a write_file tool and draws an empty sampled "
                         "reply again (it verified fewer tasks than the default v4 with the 1.5B model)")
+    p.add_argument("--cite-failure", action="store_true",
+                   help="with --grounded: a finish right after a failed command is refused with its last lines")
     p.add_argument("--cross-project", action="store_true",
                    help="rungs with memory: hints may come from other projects' tasks too (each says so, and "
                         "the run counts them); by default a task sees only its own project's verified steps")

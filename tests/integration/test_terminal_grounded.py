@@ -402,3 +402,42 @@ def test_a_nul_character_in_a_command_or_a_write_is_refused_not_a_crash(tmp_path
         r = attempt(task, ScriptedModel(policy), config=config)
         assert r["steps"][0]["action"] == "invalid" and "NUL" in r["steps"][0]["observation"]
         assert r["passed"] and r["steps"][1]["action"] == "invalid"   # a NUL write; ungrounded, an unknown tool
+
+
+CITING = AgentConfig(max_steps=8, grounded=True, cite_failure=True)
+
+
+def test_a_finish_right_after_a_failed_check_is_refused_with_its_last_lines(tmp_path):
+    """The facts-suite shape: the edit is right, the project's check fails naming one more step, and
+    the model calls finish (17 of 17 first-pass 1.5B attempts that met such a message did)."""
+    check = "test -f regen.done || { echo 'check: docs are out of date: run ./regen' >&2; exit 1; }"
+    task = with_expects(make_task(tmp_path / "tasks", "rate", "Set rate.txt to 0.2, then make sure ./check passes.",
+                                  'test "$(cat rate.txt)" = 0.2 && test -f regen.done',
+                                  setup=f"echo 0.19 > rate.txt && printf '%s\\n' \"{check}\" > check && "
+                                        "chmod +x check && printf 'touch regen.done\\n' > regen && chmod +x regen"),
+                        "rate.txt")
+
+    def follows_when_told(messages, _):     # edits and checks, then finishes unless told the check failed
+        t = step_of(messages)
+        if t == 0:
+            return cmd("echo 0.2 > rate.txt && ./check")
+        if "run ./regen" in last(messages) and "Not finished: your last command failed" in last(messages):
+            return cmd("./regen && ./check")
+        return FINISH
+    recorded, r, scripted = record_then_replay(tmp_path, follows_when_told,
+                                               lambda m, _: attempt(task, m, config=CITING))
+    assert comparable(recorded) == comparable(r) and r["passed"]
+    refused = r["steps"][1]
+    assert (refused["action"], refused["finish_refused"], refused["refused_for"]) == ("finish", True, "failure")
+    assert "exit code 1" in refused["observation"] and "run ./regen" in refused["observation"]
+    # without the option the same model is shown rate.txt (right), finishes again and fails
+    plain = attempt(task, ScriptedModel(follows_when_told), config=GROUNDED)
+    assert not plain["passed"] and plain["stop_reason"] == "finish"
+    assert "refused_for" not in plain["steps"][1] and plain["steps"][1]["finish_refused"]
+
+
+def test_cite_failure_needs_the_grounded_loop_and_is_recorded_only_when_on():
+    with pytest.raises(InvalidInputError, match="grounded"):
+        AgentConfig(cite_failure=True)
+    assert CITING.to_dict()["cite_failure"] is True and "cite_failure" not in GROUNDED.to_dict()
+    assert AgentConfig.from_dict(CITING.to_dict()) == CITING

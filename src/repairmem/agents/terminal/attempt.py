@@ -189,7 +189,7 @@ def run_attempt(task: TaskSpec, model: ChatModel, *, setting: MemorySetting = LA
                 messages.append(Message(config.tool_result_role, observation))
                 if grounded:
                     step["executed"] = True
-                    grounded.ran(t, action.command, ws.workdir)
+                    grounded.ran(t, action.command, ws.workdir, done)
                 continue
             idle += 1
             if grounded:

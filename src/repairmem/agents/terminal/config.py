@@ -112,6 +112,8 @@ class AgentConfig:
     grounding fields are left out of ``to_dict``, so ungrounded runs keep their recorded config.
     ``write_file`` (grounded only) is the loop's v5: a ``write_file`` tool and empty sampled replies
     drawn again (``grounding.V5``); off, it is left out of ``to_dict`` too, so v4 runs resume.
+    ``cite_failure`` (grounded only): a ``finish`` right after a failed command is refused with that
+    command's last lines (``grounding``, "Finish after a failure"); off, left out of ``to_dict``.
     """
 
     max_steps: int = 20
@@ -130,13 +132,14 @@ class AgentConfig:
     sampling_temperature_step: float = 0.2
     max_sampling_temperature: float = 1.4
     write_file: bool = False
+    cite_failure: bool = False
 
     def __post_init__(self) -> None:
         check_bool(self.grounded, "grounded")
-        check_bool(self.write_file, "write_file")
-        if self.write_file and not self.grounded:
-            raise InvalidInputError("write_file (--write-file) is part of the grounded loop: "
-                                    "set grounded (--grounded) too")
+        for name, flag in (("write_file", "--write-file"), ("cite_failure", "--cite-failure")):
+            check_bool(getattr(self, name), name)
+            if getattr(self, name) and not self.grounded:
+                raise InvalidInputError(f"{name} ({flag}) is part of the grounded loop: set grounded (--grounded) too")
         check_repeat_sampling(self.repeats_before_sampling, self.sampling_temperature,
                               self.sampling_temperature_step, self.max_sampling_temperature)
         GenerationConfig(temperature=self.retry_temperature)   # validates type and range
@@ -157,8 +160,9 @@ class AgentConfig:
         if not self.grounded:
             for name in GROUNDING_FIELDS:
                 data.pop(name)
-        if not self.write_file:
-            data.pop("write_file", None)
+        for name in ("write_file", "cite_failure"):
+            if not getattr(self, name):
+                data.pop(name, None)
         return data
 
     @property

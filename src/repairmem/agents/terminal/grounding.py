@@ -39,6 +39,16 @@ Finish check
     The first ``finish`` of a task that declares ``[agent] expects`` is not accepted yet: the
     model is shown those files as they are now in the workspace (their first lines; missing ones
     named), never the verifier's reference. The next ``finish`` is accepted.
+
+Finish after a failure (``AgentConfig.cite_failure``)
+    A ``finish`` whose last executed command failed (non-zero exit or timeout) is not accepted:
+    the model is shown that command and the last lines of its output again, and told the task is
+    not done while it fails. Without it, the finish check above invites a second ``finish`` when the
+    expected files look right: on the facts suite the 1.5B model ran the project's check, read
+    "docs/rates.md is out of date ...: run ./dev regen", and called ``finish`` at the next step in
+    17 of the 17 first-pass attempts that met such a message (``docs/results.md``). Each such
+    ``finish`` is refused (the step budget bounds them); once a command succeeds, the finish check
+    above applies as before.
 """
 
 from __future__ import annotations
@@ -334,6 +344,18 @@ def finish_check(workdir: Path, expects: tuple[str, ...]) -> tuple[str, list[str
     return f"{lead}\n{untrusted(chr(10).join(blocks), own_turn=True)}\n{tail}", missing
 
 
+FAILURE_TAIL_LINES = 4
+
+
+def failure_message(command: str, exit_code: int | None, output: str, timed_out: bool) -> str:
+    """The observation of a ``finish`` refused after a failed command (module doc)."""
+    how = "timed out" if timed_out else f"failed (exit code {exit_code})"
+    tail = "\n".join((output or "").strip().splitlines()[-FAILURE_TAIL_LINES:]) or "(no output)"
+    return (f"Not finished: your last command {how}:\n{untrusted(clip(command, 300), own_turn=True)}\n"
+            f"Its last lines:\n{untrusted(tail, own_turn=True)}\n"
+            "The task is not done while it fails. Do what its output asks, then run it again.")
+
+
 def repeat_message(earlier: int) -> str:
     return (f"Not run: this is the same command as your step {earlier + 1}, and no file in the working "
             "directory has changed since, so its result would be the same (see above). Do something different: "
@@ -350,6 +372,7 @@ class GroundedLoop:
         self.repeats = 0
         self.sampling = False
         self.finish_checked = False
+        self.last_failure: dict[str, Any] | None = None     # the last executed command, if it failed
 
     def decoding(self, greedy: GenerationConfig, t: int) -> GenerationConfig:
         """``greedy`` (the pass's decoding) until the first repeats; then seeded rising-temperature sampling."""
@@ -376,11 +399,17 @@ class GroundedLoop:
         self.repeats += 1
         self.sampling = self.sampling or self.repeats >= self.config.repeats_before_sampling
 
-    def ran(self, t: int, command: str, workdir: Path) -> None:
+    def ran(self, t: int, command: str, workdir: Path, result: Any = None) -> None:
         self.executed.append((t, repeat_key(command), workspace_state(workdir)))
+        failed = result is not None and (result.timed_out or result.exit_code != 0)
+        self.last_failure = {"command": command, "exit_code": result.exit_code, "output": result.output,
+                             "timed_out": result.timed_out} if failed else None
 
     def check_finish(self, workdir: Path, expects: tuple[str, ...]) -> dict[str, Any] | None:
-        """At the first ``finish`` of a task with expected files: the refusal (observation, missing)."""
+        """The refusal of a ``finish`` (observation, missing, refused_for), or None to accept it:
+        after a failed command (with ``cite_failure``), or at the first one of a task with expected files."""
+        if self.config.cite_failure and self.last_failure is not None:
+            return {"observation": failure_message(**self.last_failure), "missing": [], "refused_for": "failure"}
         if self.finish_checked or not expects:
             return None
         self.finish_checked = True

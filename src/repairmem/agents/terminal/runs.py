@@ -217,13 +217,14 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
                    task_ids: Sequence[str] | None = None, max_steps: int = 20, sandbox: str = "bwrap",
                    keep_workspaces: bool = False, threads: int | None = None, n_ctx: int = 16384,
                    json_out: bool = False, grounded: bool = False, write_file: bool = False,
-                   suite: str | None = None, cross_project: bool = False) -> int:
+                   suite: str | None = None, cross_project: bool = False, cite_failure: bool = False) -> int:
     """``repairmem agent run``: run or resume, then print the report. ``tasks`` is a task folder,
     ``suite`` names a bundled one (``BUNDLED_SUITES``); neither = the default suite, both = an error.
 
     For ``llama:`` models the context is ``n_ctx`` tokens (default 16384: a multi-step
     conversation does not fit the backend's default 4096) and ``threads`` CPU threads.
-    ``grounded`` runs the grounded loop (``AgentConfig.grounded``), ``write_file`` its v5;
+    ``grounded`` runs the grounded loop (``AgentConfig.grounded``), ``write_file`` its v5,
+    ``cite_failure`` refuses a finish right after a failed command;
     ``cross_project`` lets hints come from other projects (``AgentRunConfig``).
     """
     from ..tasks import bundled_tasks_dir
@@ -232,7 +233,8 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
     tasks_dir = str(Path(tasks).resolve()) if tasks else str(bundled_tasks_dir(suite or "default"))
     config = AgentRunConfig(tasks_dir=tasks_dir, model=model, memory=memory, passes=passes, seed_from=seed_from,
                             task_ids=tuple(task_ids) if task_ids else None, encoder=encoder,
-                            agent=AgentConfig(max_steps=max_steps, grounded=grounded, write_file=write_file),
+                            agent=AgentConfig(max_steps=max_steps, grounded=grounded, write_file=write_file,
+                                              cite_failure=cite_failure),
                             sandbox=sandbox, cross_project=cross_project)
     options: dict[str, Any] = {}
     if model.startswith("llama:"):
