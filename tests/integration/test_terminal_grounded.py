@@ -409,7 +409,7 @@ CITING = AgentConfig(max_steps=8, grounded=True, cite_failure=True)
 
 def test_a_finish_right_after_a_failed_check_is_refused_with_its_last_lines(tmp_path):
     """The facts-suite shape: the edit is right, the project's check fails naming one more step, and
-    the model calls finish (17 of 17 first-pass 1.5B attempts that met such a message did)."""
+    the model calls finish (15 of the 19 first-pass 1.5B attempts that met such a message did)."""
     check = "test -f regen.done || { echo 'check: docs are out of date: run ./regen' >&2; exit 1; }"
     task = with_expects(make_task(tmp_path / "tasks", "rate", "Set rate.txt to 0.2, then make sure ./check passes.",
                                   'test "$(cat rate.txt)" = 0.2 && test -f regen.done',

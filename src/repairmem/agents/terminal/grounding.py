@@ -46,7 +46,7 @@ Finish after a failure (``AgentConfig.cite_failure``)
     not done while it fails. Without it, the finish check above invites a second ``finish`` when the
     expected files look right: on the facts suite the 1.5B model ran the project's check, read
     "docs/rates.md is out of date ...: run ./dev regen", and called ``finish`` at the next step in
-    17 of the 17 first-pass attempts that met such a message (``docs/results.md``). Each such
+    15 of the 19 first-pass attempts that met such a message (``docs/results.md``). Each such
     ``finish`` is refused (the step budget bounds them); once a command succeeds, the finish check
     above applies as before.
 """

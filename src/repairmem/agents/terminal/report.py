@@ -133,7 +133,8 @@ def format_report(summaries: Sequence[dict[str, Any]]) -> str:
         for s in checked:
             c = s["checks"]
             cells = ["" if i >= s["passes"] else "not started" if i >= s["passes_started"]
-                     else f"{c['base_by_pass'][i]}/{s['n_tasks']}" for i in range(k)]
+                     else f"{c['base_by_pass'][i]}/{s['n_tasks']}" + ("" if s["pass_complete"][i] else " (in progress)")
+                     for i in range(k)]
             lines.append(f"| {s['memory']} | " + " | ".join(cells) + f" | {c['base_attempts']} | "
                          f"{c['fact_given_base']} | {c['verified_attempts']} | {c['steps_to_verify'] or '-'} | "
                          f"{c['tokens_to_verify'] or '-'} |")
