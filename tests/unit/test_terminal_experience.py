@@ -181,6 +181,21 @@ def test_a_fresh_rscb_mc_gate_shows_a_scheduled_hint_of_the_same_project_and_ref
     assert policy.decide(other).action not in INJECTING
 
 
+def test_the_agents_own_gate_refuses_where_an_interactive_one_would_ask():
+    """In the loop nobody answers an ask: a scheduled hint whose step context is unlike the memory's
+    (feature 5 below 0.5) is refused, where the interactive default forces ``ask_feedback``."""
+    class Scored:
+        def __init__(self, memory, dense):
+            self.memory, self.dense, self.score = memory, dense, 1.0
+    unlike = extract_features(profile(True, 0.6), [Scored(lead("quillnotes", "Add a note"), 0.3)])
+    assert make_policy("rscb_mc").decide(unlike).action.value == "ask_feedback"
+    archive = Experience.open(":memory:", HashingEncoder(64), policy="rscb_mc")
+    try:
+        assert archive.memory.policy.decide(unlike).action.value in ("abstain", "no_memory")
+    finally:
+        archive.close()
+
+
 def test_the_cross_project_option_is_validated_and_recorded_only_when_on(tmp_path):
     with pytest.raises(InvalidInputError, match="cross-project"):
         AgentRunConfig(tasks_dir=str(tmp_path), model="m", memory="none", cross_project=True)

@@ -242,6 +242,13 @@ class Found:
         return self.recall.injected
 
 
+# Nobody answers an ask inside the agent's loop: RSCB-MC's override refuses instead of asking (an
+# ask there was a refusal logged, and learned from, as an unanswered question). For a scheduled hint
+# feature 5 is the context cosine, so below ``min_family_confidence`` the "uncertain" route forced
+# ``ask_feedback`` on every such hint.
+AUTONOMOUS_RSCB_PARAMS = (("ask_when_uncertain", False), ("ask_when_exact", False), ("ask_when_cause_agrees", False))
+
+
 class Experience:
     """Verified steps on a ``Memory``. Without a gate the schedule alone decides when a hint is
     shown; with one (``Memory`` over a ``Gate``) the gate decides for each due hint."""
@@ -260,7 +267,8 @@ class Experience:
         ``keep_sessions`` (an attempt a kill cut short) are discarded. Hints come from the task's own
         project unless ``cross_project`` (``ExperienceDomain``)."""
         memory = Memory.open(path, encoder=encoder, policy=policy, audit=audit if policy else False,
-                             ledger="process", resume=resume,
+                             ledger="process", resume=resume, policy_params=dict(AUTONOMOUS_RSCB_PARAMS)
+                             if policy == "rscb_mc" else None,
                              domains=(ExperienceDomain(cross_project=cross_project), TerminalDomain()))
         if policy is not None:
             memory.forget_sessions(keep=keep_sessions)
