@@ -150,7 +150,7 @@ def run_demo(workdir: Path, *, model, encoder: Any = "default", store: str | Non
     records = []
     with ExitStack() as stack:
         memory = stack.enter_context(Memory.open(store or workdir / "demo.db", encoder=encoder, policy=method.gate,
-                                                 retrieval=method.retrieval,
+                                                 retrieval=method.retrieval, policy_params=dict(method.gate_params),
                                                  domains=(SqlDomain(render=method.render),)))
         if memory.next_position() == 0:
             seeded = record_earlier(memory, earlier, dataset.schemas, spec["earlier"], options)
