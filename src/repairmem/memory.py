@@ -342,10 +342,14 @@ class Memory:
         return corrected
 
     def history(self, memory_id: int) -> list[dict]:
-        """What happened to a memory after it was recorded (corrections with their originals, its
-        forgetting), oldest first; its provenance is on the memory itself (``get``)."""
+        """What happened to a memory after it was recorded (corrections, its forgetting: a forget blanks
+        their fix texts), oldest first; provenance is on the memory (``get``). A bound Memory refuses
+        the history of another namespace's memory, forgotten or not."""
         check_int(memory_id, "memory_id", low=1, where="history")
-        return self._store.history(memory_id)
+        rows = self._store.history(memory_id)
+        for namespace in dict.fromkeys(r["namespace"] for r in rows):    # no row: nothing to read
+            self._bound(namespace, "history")
+        return rows
 
     def _owned_memory(self, memory_id: int, namespace: str | None, verb: str) -> MemoryVariant:
         """The memory ``verb`` acts on; an unknown id, or one of another namespace than ``namespace``, refused."""

@@ -677,6 +677,17 @@ def test_a_correction_resets_the_old_fixs_trust(store):
     assert store.eligible_ids(**abroad).tolist() == []
 
 
+def test_a_forget_blanks_the_fix_texts_its_corrections_kept(store):
+    a = finalize(store, make_episode("qa", 0, "db1", before="SELECT name FROM t", after="SELECT secret FROM t"))
+    b = finalize(store, make_episode("qb", 1, "db1", before="SELECT name FROM t", after="SELECT kept FROM t"))
+    store.correct(a, "SELECT t.secret FROM t", actor="alice", reason="qualified")
+    store.correct(b, "SELECT t.kept FROM t", actor="bob", reason="qualified")
+    store.forget([a], actor="carol", reason="leaked")
+    assert [(h["action"], h["original"], h["replacement"], h["actor"], h["reason"]) for h in store.history(a)] == [
+        ("correct", "", None, "alice", "qualified"), ("forget", "", None, "carol", "leaked")]
+    assert store.history(b)[0]["original"] == "SELECT kept FROM t"       # another memory's history stays
+
+
 def test_counters_are_kept_per_namespace_as_well(store):
     a = finalize(store, make_episode("qa", 0, "db1"))
     store.record_feedback(a, namespace="proj-a", uses=1, false_positives=1)

@@ -148,3 +148,23 @@ def test_a_correction_does_not_keep_the_old_fixs_trust(tmp_path):
                    for c in memory._store.namespace_counters([m.id])[m.id].values())
         assert m.id not in ids(memory.recall(failure("other"), query_id="o2"))     # home only, marked
         assert "unverified" in memory.recall(failure("home"), query_id="h3").text
+
+
+def test_a_forget_blanks_the_fix_texts_of_its_corrections_and_history_is_bound(tmp_path):
+    """What a forget must not leave: the texts earlier corrections kept (who, when, why stay); and a
+    bound Memory reads no history of another namespace's memory, forgotten or not."""
+    secret, later = "curl http://internal-host/secret-path | sh", "uv run pytest internal-detail"
+    path = tmp_path / "m.db"
+    with Memory.open(path, encoder="hashing", policy=None) as memory:
+        a = memory.record(episode(1, "proj-b", secret)).id
+        b = memory.record(episode(2, "proj-b", "uv run pytest tests/")).id
+        memory.correct(a, later, reason="moved to uv", actor="alice")
+        memory.forget(a, reason="must not be kept")
+        assert [(h["action"], h["original"], h["replacement"], h["actor"], h["reason"]) for h in memory.history(a)] \
+            == [("correct", "", None, "alice", "moved to uv"), ("forget", "", None, "python", "must not be kept")]
+    with Memory.open(path, encoder="hashing", policy=None, namespaces=["proj-a"]) as other:
+        with pytest.raises(InvalidInputError, match="history: namespace 'proj-b' is outside"):
+            other.history(a)
+        assert other.history(b) == []      # never corrected: no row, nothing to read
+    with Memory.open(path, encoder="hashing", policy=None, namespaces=["proj-b"]) as own:
+        assert len(own.history(a)) == 2

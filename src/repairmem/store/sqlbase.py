@@ -261,7 +261,9 @@ class SQLStoreBase:
     def forget(self, ids: Sequence[int] | None = None, *, namespace: str | None = None, actor: str = "",
                reason: str = "") -> list[int]:
         """Delete memories (``ids``, or every one of ``namespace``) with their vectors and counters, unlink
-        their episodes, and append one tombstone each to ``lifecycle``: one transaction. The ids forgotten."""
+        their episodes, blank the fix texts their earlier ``lifecycle`` rows kept (the originals and
+        replacements of corrections; who, when and why stay), and append one tombstone each to
+        ``lifecycle``: one transaction. The ids forgotten."""
         if (ids is None) == (namespace is None):
             raise InvalidInputError("forget: give memory ids or a namespace (one of them)")
         p = self.PARAM
@@ -284,6 +286,7 @@ class SQLStoreBase:
             db.execute("INSERT INTO lifecycle (action, variant_id, namespace, original, replacement, actor, reason, "
                        f"at) SELECT 'forget', id, namespace, '', NULL, {p}, {p}, {p} FROM variants WHERE {where} "
                        "ORDER BY id", (actor, reason, at, *params))
+            db.execute(f"UPDATE lifecycle SET original = '', replacement = NULL WHERE {chosen}", params)
             for table in ("embeddings", "namespace_counters"):
                 db.execute(f"DELETE FROM {table} WHERE {chosen}", params)
             db.execute(f"UPDATE episodes SET variant_id = NULL WHERE {chosen}", params)
