@@ -342,10 +342,14 @@ class Memory:
         return corrected
 
     def history(self, memory_id: int) -> list[dict]:
-        """What happened to a memory after it was recorded (corrections with their originals, its
-        forgetting), oldest first; its provenance is on the memory itself (``get``)."""
+        """What happened to a memory after it was recorded (corrections, its forgetting: a forget blanks
+        their fix texts), oldest first; provenance is on the memory (``get``). A bound Memory refuses
+        the history of another namespace's memory, forgotten or not."""
         check_int(memory_id, "memory_id", low=1, where="history")
-        return self._store.history(memory_id)
+        rows = self._store.history(memory_id)
+        for namespace in dict.fromkeys(r["namespace"] for r in rows):    # no row: nothing to read
+            self._bound(namespace, "history")
+        return rows
 
     def _owned_memory(self, memory_id: int, namespace: str | None, verb: str) -> MemoryVariant:
         """The memory ``verb`` acts on; an unknown id, or one of another namespace than ``namespace``, refused."""
@@ -364,6 +368,15 @@ class Memory:
         if self.namespaces is not None and namespace not in self.namespaces:
             raise InvalidInputError(f"{verb}: namespace {namespace!r} is outside this memory's namespaces "
                                     f"({', '.join(self.namespaces)}); nothing was read or written")
+
+    def _bound_decision(self, recall_id: str, verb: str) -> None:
+        """Refuse ``verb`` on an audited recall this Memory did not make when its namespace is outside
+        the binding (a decision without a recorded namespace too: nothing says whose it was)."""
+        if self.namespaces is None or self._audit is None or not isinstance(recall_id, str):
+            return
+        namespace = self._audit.namespace_of(recall_id)
+        if namespace is not None:     # an unknown id: the verb's own error names it
+            self._bound(namespace, f"{verb} of recall {recall_id!r}")
 
     def next_position(self) -> int:
         """The stream position after everything finalized so far (what live recalls use)."""
@@ -529,6 +542,7 @@ class Memory:
         flags = dict(verified=verified, accepted=accepted, correct_abstain=correct_abstain,
                      false_positive=false_positive, rejected=rejected, success=success, confirmed=confirmed)
         if entry is None and self._gate is not None and isinstance(recall_id, str):
+            self._bound_decision(recall_id, "feedback")
             entry = _Open(None, self._gate.reopen(recall_id))     # decided elsewhere: the audit log knows it
         if entry is None:
             raise InvalidInputError(f"no open recall {recall_id!r}: feedback follows a recall of this Memory, once"
@@ -561,6 +575,8 @@ class Memory:
         """Why a recall injected what it did: the audit record when the gate decided, else the recall."""
         entry = self._open.get(recall_id)
         if self._audit is not None and (entry is None or entry.result is not None):
+            if entry is None:
+                self._bound_decision(recall_id, "explain")
             return self._audit.explain(recall_id)       # an unknown id: UnknownDecisionError names it
         if entry is None:
             raise InvalidInputError(f"no recall {recall_id!r} to explain (without a gate only open recalls are kept)")

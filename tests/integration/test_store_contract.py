@@ -658,6 +658,36 @@ def test_correct_replaces_the_fix_keeps_provenance_and_the_original(target):
         assert store.lifecycle_mark() == mark and store.get([b])[0].after == "SELECT other FROM t"
 
 
+def test_a_correction_resets_the_old_fixs_trust(store):
+    """A corrected fix is unverified and starts its own record: ``uses``, ``accepted`` and ``verified``
+    go to 0 (totals and per namespace), so it travels abroad only after a verified reuse of its own;
+    the counts of wrong injections stay."""
+    a = finalize(store, make_episode("qa", 0, "db1", before="SELECT name FROM t", after="SELECT title FROM t"))
+    store.record_feedback(a, namespace="db1", uses=2, accepted=2, verified=1)
+    store.record_feedback(a, namespace="db2", uses=1, false_positives=1)
+    abroad = dict(position=5, query_id="x", namespace="db2", namespaces=["db1", "db2"], reused_abroad=True)
+    assert store.eligible_ids(**abroad).tolist() == [a]
+    fixed = store.correct(a, "SELECT t.title FROM t", actor="agent", reason="over MCP")
+    got = store.get([a])[0]
+    assert got.unverified and fixed.unverified and fixed.counters == got.counters
+    assert (got.counters.uses, got.counters.accepted, got.counters.verified, got.counters.false_positives) == (0, 0, 0, 1)
+    by_ns = store.namespace_counters([a])[a]
+    assert by_ns["db1"].verified == by_ns["db1"].accepted == by_ns["db1"].uses == 0
+    assert by_ns["db2"].false_positives == 1
+    assert store.eligible_ids(**abroad).tolist() == []
+
+
+def test_a_forget_blanks_the_fix_texts_its_corrections_kept(store):
+    a = finalize(store, make_episode("qa", 0, "db1", before="SELECT name FROM t", after="SELECT secret FROM t"))
+    b = finalize(store, make_episode("qb", 1, "db1", before="SELECT name FROM t", after="SELECT kept FROM t"))
+    store.correct(a, "SELECT t.secret FROM t", actor="alice", reason="qualified")
+    store.correct(b, "SELECT t.kept FROM t", actor="bob", reason="qualified")
+    store.forget([a], actor="carol", reason="leaked")
+    assert [(h["action"], h["original"], h["replacement"], h["actor"], h["reason"]) for h in store.history(a)] == [
+        ("correct", "", None, "alice", "qualified"), ("forget", "", None, "carol", "leaked")]
+    assert store.history(b)[0]["original"] == "SELECT kept FROM t"       # another memory's history stays
+
+
 def test_counters_are_kept_per_namespace_as_well(store):
     a = finalize(store, make_episode("qa", 0, "db1"))
     store.record_feedback(a, namespace="proj-a", uses=1, false_positives=1)

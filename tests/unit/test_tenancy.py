@@ -123,3 +123,23 @@ def test_the_servers_namespaces_are_checked_before_it_serves(tmp_path):
     assert not (tmp_path / "m.db").exists()
     assert default_namespace(str(tmp_path / "my project")) == "my project"
     assert default_namespace("/") == "default"
+
+
+def test_another_namespaces_recall_can_be_neither_explained_nor_rewarded(tmp_path):
+    """Recall ids are guessable (``d<row>``): a bound Memory reopening one from the audit log checks
+    the namespace the decision was made for, and refuses before anything is read or written."""
+    path = tmp_path / "m.db"
+    with Memory.open(path, encoder="hashing", namespaces=["proj-b"]) as b:
+        mid = b.record(episode(1, "proj-b")).id
+        theirs = b.recall(failure("proj-b"), query_id="b1").id
+    with Memory.open(path, encoder="hashing", namespaces=["proj-a"]) as a:
+        for call, verb in ((lambda: a.explain(theirs), "explain"),
+                           (lambda: a.feedback(theirs, verified=True), "feedback")):
+            with pytest.raises(InvalidInputError, match=f"{verb} of recall '{theirs}': namespace 'proj-b' is outside"):
+                call()
+        assert a._audit.get(theirs)["reward"] is None and a.get([mid])[0].counters.uses == 0
+    with Memory.open(path, encoder="hashing", namespaces=["proj-b"]) as b:    # its own binding still may
+        assert b.explain(theirs)["decision_id"] == theirs
+        b.feedback(theirs, success=True)
+    with Memory.open(path, encoder="hashing") as anyone:                          # unbound: every namespace
+        assert anyone.explain(theirs)["reward"] is not None

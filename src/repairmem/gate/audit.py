@@ -429,6 +429,16 @@ class AuditLog:
         rec["override"] = bool(rec["override"])
         return rec
 
+    @_guarded
+    def namespace_of(self, decision_id: str) -> str | None:
+        """The namespace ``decision_id`` was made for ('' when the log predates v5 or none was given);
+        None when the log holds no such decision. What a bound ``Memory`` checks before it reopens one."""
+        if self.version < 5:
+            found = self._db.execute("SELECT 1 FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone()
+            return None if found is None else ""
+        row = self._db.execute("SELECT namespace FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone()
+        return None if row is None else str(row[0])
+
     def get(self, decision_id: str) -> dict[str, Any]:
         rows = list(self._rows("WHERE d.decision_id = ?", (decision_id,)))
         if not rows:

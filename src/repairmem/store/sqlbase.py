@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
@@ -260,7 +261,9 @@ class SQLStoreBase:
     def forget(self, ids: Sequence[int] | None = None, *, namespace: str | None = None, actor: str = "",
                reason: str = "") -> list[int]:
         """Delete memories (``ids``, or every one of ``namespace``) with their vectors and counters, unlink
-        their episodes, and append one tombstone each to ``lifecycle``: one transaction. The ids forgotten."""
+        their episodes, blank the fix texts their earlier ``lifecycle`` rows kept (the originals and
+        replacements of corrections; who, when and why stay), and append one tombstone each to
+        ``lifecycle``: one transaction. The ids forgotten."""
         if (ids is None) == (namespace is None):
             raise InvalidInputError("forget: give memory ids or a namespace (one of them)")
         p = self.PARAM
@@ -283,6 +286,7 @@ class SQLStoreBase:
             db.execute("INSERT INTO lifecycle (action, variant_id, namespace, original, replacement, actor, reason, "
                        f"at) SELECT 'forget', id, namespace, '', NULL, {p}, {p}, {p} FROM variants WHERE {where} "
                        "ORDER BY id", (actor, reason, at, *params))
+            db.execute(f"UPDATE lifecycle SET original = '', replacement = NULL WHERE {chosen}", params)
             for table in ("embeddings", "namespace_counters"):
                 db.execute(f"DELETE FROM {table} WHERE {chosen}", params)
             db.execute(f"UPDATE episodes SET variant_id = NULL WHERE {chosen}", params)
@@ -293,11 +297,17 @@ class SQLStoreBase:
 
     def correct(self, variant_id: int, after: str, *, actor: str = "", reason: str = "") -> MemoryVariant:
         """Replace memory ``variant_id``'s fix (``after``) with ``after``, re-embed it and append the
-        original to ``lifecycle`` (who, when, what it was): one transaction. The memory as corrected."""
+        original to ``lifecycle`` (who, when, what it was): one transaction. The memory as corrected.
+
+        The old fix's trust does not pass to the new one: the memory is marked unverified and its
+        ``uses``, ``accepted`` and ``verified`` counts (totals and per namespace) go to 0, so the gate
+        reads the new fix's acceptance at its prior and it travels to another namespace only after a
+        verified reuse of its own; ``rejected`` and ``false_positives`` stay (a correction never
+        washes out a record of wrong injections)."""
         old = self.get([check_int(variant_id, "memory id", low=1)])[0]     # an unknown id: InvalidInputError
         if not isinstance(after, str) or not after.strip():
             raise InvalidInputError(f"correct: the new fix must be a non-empty string, got {after!r}")
-        new = old.with_(after=after)
+        new = old.with_(after=after, unverified=True, counters=replace(old.counters, **dict.fromkeys(UNTRUSTED, 0)))
         p = self.PARAM
         with self._write() as db:
             row = db.execute(f"SELECT after FROM variants WHERE id = {p}", (old.id,)).fetchone()
@@ -309,8 +319,10 @@ class SQLStoreBase:
             if other is not None:
                 raise InvalidInputError(f"correct: memory #{other[0]} already holds this fix for the same failure; "
                                         f"forget memory #{old.id} instead")
-            db.execute(f"UPDATE variants SET after = {p}, transition_key = {p} WHERE id = {p}",
+            reset = ", ".join(f"{n} = 0" for n in UNTRUSTED)
+            db.execute(f"UPDATE variants SET after = {p}, transition_key = {p}, unverified = 1, {reset} WHERE id = {p}",
                        (after, new.transition_key, old.id))
+            db.execute(f"UPDATE namespace_counters SET {reset} WHERE variant_id = {p}", (old.id,))
             db.execute(f"DELETE FROM embeddings WHERE variant_id = {p}", (old.id,))
             self._store_vectors(db, [(old.id, new)])
             db.execute("INSERT INTO lifecycle (action, variant_id, namespace, original, replacement, actor, reason, "
@@ -379,6 +391,9 @@ class SQLStoreBase:
         if dangling:
             problems.append(f"{dangling} episode(s) pointing at a missing variant")
         return problems
+
+
+UNTRUSTED = ("uses", "accepted", "verified")   # the counts a correction resets: they vouched for the old fix
 
 
 def _now() -> str:
