@@ -90,7 +90,8 @@ and counters are deleted; the store keeps a tombstone (who, when, `reason`). Ret
 
 CORRECT_DOC = """\
 Replace a memory's fix when the stored one is wrong or outdated: `memory_id` and the new `fix` (the command
-that works). The memory keeps its provenance; the original fix is kept in its history. Returns
+that works). The memory keeps its provenance; the original fix is kept in its history. A corrected
+memory is shown as unverified until a `verified` feedback confirms the new fix. Returns
 {memory_id, fix, history}."""
 
 
