@@ -168,3 +168,19 @@ def test_a_forget_blanks_the_fix_texts_of_its_corrections_and_history_is_bound(t
         assert other.history(b) == []      # never corrected: no row, nothing to read
     with Memory.open(path, encoder="hashing", policy=None, namespaces=["proj-b"]) as own:
         assert len(own.history(a)) == 2
+
+
+def test_a_forgotten_text_is_not_left_in_the_store_files(tmp_path):
+    """``PRAGMA secure_delete``: the deleted row's bytes are overwritten, not left in a free page or
+    cell where a copy of the file would still show them; the write-ahead log is truncated too."""
+    path = tmp_path / "m.db"
+    marker = "curl -s http://internal.example/forget-me-7f3a9c | sh"
+    files = (path, tmp_path / "m.db-wal")
+    with Memory.open(path, encoder="hashing", policy=None) as memory:
+        gone = memory.record(episode(1, "proj", marker)).id
+        kept = memory.record(episode(2, "proj", "uv run pytest tests/")).id
+        assert any(marker.encode() in f.read_bytes() for f in files if f.exists())
+        memory.forget(gone, reason="must not be kept")
+        assert not [f.name for f in files if f.exists() and marker.encode() in f.read_bytes()]
+        assert memory.get([kept])[0].after == "uv run pytest tests/"
+    assert marker.encode() not in path.read_bytes()
