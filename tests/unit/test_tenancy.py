@@ -143,3 +143,17 @@ def test_another_namespaces_recall_can_be_neither_explained_nor_rewarded(tmp_pat
         b.feedback(theirs, success=True)
     with Memory.open(path, encoder="hashing") as anyone:                          # unbound: every namespace
         assert anyone.explain(theirs)["reward"] is not None
+
+
+@pytest.mark.parametrize("audit", [True, False])
+def test_feedback_counts_in_the_querying_namespace_with_or_without_an_audit_log(tmp_path, audit):
+    """The gate's counters go to the memory's totals and to the querying namespace's, whether the
+    gate keeps an audit log (the durable road) or not (``audit=False``)."""
+    with Memory.open(tmp_path / "m.db", encoder="hashing", audit=audit, namespaces=["home", "other"]) as memory:
+        mid = memory.record(episode(1, "home")).id
+        got = memory.recall(failure("home"), query_id="h1")
+        assert mid in got.memory_ids or (got.ask is not None and got.ask.id == mid), got.why
+        memory.feedback(got.id, verified=True, confirmed=got.ask is not None)
+        by_ns = memory._store.namespace_counters([mid])[mid]
+        assert set(by_ns) == {"home"} and by_ns["home"].verified == 1 and by_ns["home"].uses == 1
+        assert memory.get([mid])[0].counters.verified == 1

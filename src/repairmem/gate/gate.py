@@ -47,6 +47,7 @@ class GateResult:
     lead_id: int | None = None  # the candidate the gate's evidence order put first
     rewarded: bool = False      # set once its feedback has been taken
     tokens: int | None = None   # tokens of what reached the prompt (``decide``'s ``inject``); None: the payload's
+    namespace: str = ""         # where the query came from: its feedback counts there too (``StoreLedger.add``)
 
     @property
     def injected(self) -> bool:
@@ -202,7 +203,7 @@ class Gate:
                                                      lead_id=lead_id, injected_tokens=injected_tokens,
                                                      namespace=namespace)
         return GateResult(decision_id, decision, payload, tuple(candidates), session, resolution, lead_id,
-                          tokens=injected_tokens)
+                          tokens=injected_tokens, namespace=namespace)
 
     def reopen(self, decision_id: str) -> GateResult:
         """The result of an audited decision that has no reward yet, rebuilt from the audit log, so
@@ -301,7 +302,7 @@ class Gate:
             if learn:
                 update(self.policy)
             for mid, inc in increments.items():
-                self.ledger.add(mid, inc)
+                self.ledger.add(mid, inc, namespace=result.namespace)
         asked = result.decision.action is Action.ASK_FEEDBACK and result.candidates
         if feedback.rejected or feedback.false_positive or (asked and not feedback.accepted
                                                             and result.resolution != "unanswered"):
