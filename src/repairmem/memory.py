@@ -34,7 +34,8 @@ from .errors import InvalidInputError
 from .gate.actions import Action, estimate_tokens
 from .gate.audit import AuditLog
 from .gate.features import ADDED_FEATURES, QueryProfile
-from .gate.gate import Gate, GateResult, Ledger, StoreLedger, counter_increments, load_gate_state, save_gate_state
+from .gate.gate import Gate, GateResult, Ledger, StoreLedger, counter_increments, load_gate_state, require_memories
+from .gate.gate import save_gate_state
 from .gate.policies import Policy, load_policy, make_policy, save_policy
 from .gate.reward import Feedback, RewardConfig, reward
 from .lifecycle import Lifecycle
@@ -483,7 +484,8 @@ class Memory(Lifecycle):
         if result is not None:
             try:
                 r = self._gate.feedback(result, Feedback(**flags, tokens=result.tokens if result.tokens is not None
-                                                        else result.payload.tokens), source=source)
+                                                        else result.payload.tokens), source=source,
+                                       recall_id=recall_id)
             except Exception:
                 if entry.recall is not None and not result.rewarded:
                     self._open[recall_id] = entry     # nothing committed: the recall stays open for a retry
@@ -497,6 +499,7 @@ class Memory(Lifecycle):
             self._open[recall_id] = entry
             raise InvalidInputError(f"recall {recall_id} injected nothing: feedback about an injection that "
                                     "never happened")
+        require_memories(self._store, list(dict.fromkeys(recall.memory_ids)), f"feedback: recall {recall_id!r}")
         for mid, inc in counter_increments(recall.memory_ids, fb).items():
             self._store.record_feedback(mid, namespace=entry.namespace or None, **inc)
         return reward(fb, self._reward_config)

@@ -1,0 +1,51 @@
+"""Forget, feedback, stats and the binding on the JSON roads: the official MCP client against a real
+server process (stdio), and the command line in process. Each road answers as the Python API does:
+the same refusals, naming the same things, and nothing written when refused.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from repairmem.gate.audit import AuditLog
+from tests.conftest import run_cli
+
+mcp = pytest.importorskip("mcp")
+anyio = pytest.importorskip("anyio")
+
+from tests.integration.test_mcp import EPISODE, FAILURE, _error, _payload, _session_run  # noqa: E402
+
+
+def cli(*argv, stdin: str = "") -> tuple[int, dict]:
+    code, out, err = run_cli(*argv, "--json", stdin=stdin)
+    return code, json.loads(out) if out.strip() else {"stderr": err}
+
+
+def test_feedback_after_a_forget_is_refused_on_mcp_and_the_cli(tmp_path):
+    async def body(session):
+        mid = _payload(await session.call_tool("record", {**EPISODE, "verified": True}))["memory_id"]
+        got = _payload(await session.call_tool("recall", {"query_id": "proj-b/tests", "failure": FAILURE}))
+        assert got["memory_ids"] == [mid], got
+        _payload(await session.call_tool("forget", {"memory_id": mid, "reason": "wrong"}))
+        refused = _error(await session.call_tool("feedback", {"recall_id": got["recall_id"], "verified": True}))
+        return mid, got["recall_id"], refused
+
+    mid, recall_id, refused = anyio.run(_session_run, tmp_path / "m.db", body)
+    assert f"feedback: recall '{recall_id}' used memory #{mid}, which was forgotten (" in refused
+    assert "by mcp" in refused and "nothing was written" in refused
+    with AuditLog(tmp_path / "m.db.audit.db", create=False) as log:
+        assert log.get(recall_id)["reward"] is None and log.policy_updates() == 0
+
+    store = tmp_path / "cli.db"
+    common = ("--store", store, "--encoder", "hashing")
+    code, recorded = cli("memory", "record", *common, stdin=json.dumps({**EPISODE, "verified": True}))
+    code, got = cli("memory", "recall", *common, stdin=json.dumps({"query_id": "proj-b/tests", "failure": FAILURE}))
+    assert code == 0 and got["memory_ids"] == [recorded["memory_id"]], got
+    assert cli("memory", "forget", *common, "--id", recorded["memory_id"])[0] == 0
+    code, error = cli("memory", "feedback", *common, stdin=json.dumps({"recall_id": got["recall_id"], "verified": True}))
+    assert code == 2 and error["error"].startswith(
+        f"feedback: recall '{got['recall_id']}' used memory #{recorded['memory_id']}, which was forgotten ("), error
+    with AuditLog(tmp_path / "cli.db.audit.db", create=False) as log:
+        assert log.get(got["recall_id"])["reward"] is None and log.policy_updates() == 0
