@@ -80,7 +80,7 @@ candidate (injected or why not) and the feedback received. Pass the `recall_id` 
 
 STATS_DOC = """\
 How much the memory holds: memories by polarity, kind, failure type and namespace; episodes; the gate's
-policy and how many feedbacks it has learned from."""
+policy and how many feedbacks it has learned from. Counts only the server's own namespaces."""
 
 
 FORGET_DOC = """\

@@ -516,10 +516,10 @@ class Memory(Lifecycle):
         return entry.recall.to_dict()
 
     def stats(self) -> dict:
-        """The store's counts; a bound Memory names only its own namespaces (their counts in ``by_namespace``)."""
-        out = dict(self._store.stats())
+        """The store's counts; a bound Memory's count only its own namespaces' memories and episodes (and
+        ``namespaces`` names them)."""
+        out = dict(self._store.stats() if self.namespaces is None else self._store.stats(namespaces=self.namespaces))
         if self.namespaces is not None:
-            out["by_namespace"] = {n: c for n, c in out["by_namespace"].items() if n in self.namespaces}
             out["namespaces"] = list(self.namespaces)
         out["gate"] = None if self._gate is None else {"policy": self._gate.policy.name, "updates": self._gate.policy.t,
                                                        "open_recalls": len(self._open)}

@@ -49,3 +49,23 @@ def test_feedback_after_a_forget_is_refused_on_mcp_and_the_cli(tmp_path):
         f"feedback: recall '{got['recall_id']}' used memory #{recorded['memory_id']}, which was forgotten ("), error
     with AuditLog(tmp_path / "cli.db.audit.db", create=False) as log:
         assert log.get(got["recall_id"])["reward"] is None and log.policy_updates() == 0
+
+
+def test_a_bound_servers_stats_count_only_its_namespaces(tmp_path):
+    store = tmp_path / "m.db"
+
+    async def everyone(session):
+        for i, namespace in enumerate(("proj-a", "proj-a", "proj-b")):
+            _payload(await session.call_tool("record", {**EPISODE, "namespace": namespace, "query_id": f"q{i}",
+                                                        "attempts": [EPISODE["attempts"][0], {
+                                                            "command": f".venv/bin/python -m pytest -k t{i}",
+                                                            "outcome": "CORRECT"}]}))
+        return _payload(await session.call_tool("stats", {}))
+
+    async def bound(session):
+        return _payload(await session.call_tool("stats", {}))
+
+    assert anyio.run(_session_run, store, everyone)["variants"] == 3
+    seen = anyio.run(_session_run, store, bound, ("--namespace", "proj-b"))
+    assert (seen["variants"], seen["episodes"], seen["by_namespace"], seen["namespaces"]) == (1, 1, {"proj-b": 1},
+                                                                                              ["proj-b"])

@@ -157,3 +157,21 @@ def test_feedback_counts_in_the_querying_namespace_with_or_without_an_audit_log(
         by_ns = memory._store.namespace_counters([mid])[mid]
         assert set(by_ns) == {"home"} and by_ns["home"].verified == 1 and by_ns["home"].uses == 1
         assert memory.get([mid])[0].counters.verified == 1
+
+
+def test_a_bound_memorys_stats_count_only_its_namespaces(tmp_path):
+    """``stats`` of a bound Memory (or server) counts what its binding can see: another tenant's
+    memories, episodes and failure types are neither counted nor named."""
+    path = tmp_path / "m.db"
+    with Memory.open(path, encoder="hashing", policy=None) as anyone:
+        for i in range(3):
+            anyone.record(episode(i, "team-red", f"{FIX} -k red{i}"))
+        anyone.record(episode(9, "team-blue"))
+        everything = anyone.stats()
+    assert everything["variants"] == 4 and everything["episodes"] == 4
+    with Memory.open(path, encoder="hashing", policy=None, namespaces=["team-blue"]) as blue:
+        seen = blue.stats()
+    assert (seen["variants"], seen["episodes"], seen["episodes_with_memory"], seen["patterns"]) == (1, 1, 1, 1)
+    assert seen["by_namespace"] == {"team-blue": 1} and seen["by_kind"] == {"terminal": 1}
+    assert sum(seen["by_polarity"].values()) == sum(seen["by_failure_type"].values()) == 1
+    assert seen["max_source_pos"] == 9 and seen["namespaces"] == ["team-blue"]
