@@ -72,6 +72,7 @@ class Recall:
     blocks: tuple[str, ...] = ()                # SQL hint renderings: one delimited block per memory
     ask: MemoryVariant | None = None            # the gate asks whether this memory applies; nobody answered:
                                                 # the caller checks it, then ``feedback(confirmed=...)``
+    namespace: str = ""                         # the namespace the recall was made from
 
     @property
     def injected(self) -> bool:
@@ -89,7 +90,7 @@ class Recall:
                                 "dense": s.dense, "bm25": s.bm25, "failure_type": s.memory.failure_type,
                                 "namespace": s.memory.namespace, "unverified": s.memory.unverified}
                                for s in self.candidates],
-                "ask": None if self.ask is None else _ask(self.ask, self.why)}
+                "ask": None if self.ask is None else _ask(self.ask, self.why), "namespace": self.namespace}
 
 
 def _binding(namespaces) -> tuple[str, ...] | None:
@@ -326,6 +327,12 @@ class Memory(Lifecycle):
         ``scope`` (same, cross, global) overrides the retrieval configuration's. ``step``: the repair
         step the call is for (the gate's ``step_index``, where the domain gives the gate that evidence).
         ``diagnosis`` replaces the domain's classification (a search that fixes the failure type).
+
+        The recall's namespace is ``namespace``, else the failure's own (a terminal failure's project,
+        an SQL failure's database), else the home ``namespace``. A bound Memory refuses a ``namespace``
+        outside its binding; a failure's own label outside it is not a claim on another tenant (an SQL
+        database is a schema the project uses, and the JSON roads record into the binding), so that
+        recall is from the home namespace (``Recall.namespace`` says which).
         """
         if not isinstance(query_id, str) or not query_id:
             raise InvalidInputError("recall needs a non-empty query_id (it keeps a query's own memories out)")
@@ -335,6 +342,8 @@ class Memory(Lifecycle):
         classified, signatures = domain.diagnose(failure)     # the signatures whoever names the type
         diagnosis = classified if diagnosis is None else diagnosis
         situation = domain.situation(failure, namespace=namespace, default=self.namespace or "default")
+        if namespace is None and self.namespaces is not None and situation.namespace not in self.namespaces:
+            situation = domain.situation(failure, namespace=self.namespace, default=self.namespace)
         ns = situation.namespace
         self._bound(ns, "recall")
         position = self.next_position() if position is None else position
@@ -375,7 +384,7 @@ class Memory(Lifecycle):
             ask = next(s.memory for s in (*found.answers, *found.positives) if s.memory.id == result.lead_id)
         recall = Recall(recall_id, action, shown.text, tuple(m.id for m in (*shown.positives, *shown.negatives)),
                         (*found.answers, *found.positives, *found.negatives), why, diagnosis, shown.positives,
-                        shown.negatives, found, shown.blocks, ask)
+                        shown.negatives, found, shown.blocks, ask, ns)
         self._open[recall_id] = _Open(recall, result, ns)
         if len(self._open) > MAX_OPEN_RECALLS:    # feedback that never came (live use); oldest first
             del self._open[next(iter(self._open))]

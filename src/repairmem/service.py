@@ -13,7 +13,7 @@ verb       request -> response
 =========  =====================================================================================
 recall     ``{"query_id", "failure": {...}, "namespace"?, "scope"?, "position"?, "session"?}``
            -> ``{"recall_id", "action", "inject", "text", "memory_ids", "why", "diagnosis",
-           "candidates"}``. A terminal failure is ``{"command", "log", "task"?, "project"?}``, a
+           "candidates", "ask", "namespace"}`` (``Memory.recall``: which namespace it recalled from). A terminal failure is ``{"command", "log", "task"?, "project"?}``, a
            SQL one ``{"question", "sql", "status", "error"?, "database"?, "db_path"?}``.
 record     ``{"query_id", "task"|"question", "attempts": [{"command"|"sql"|"text", "outcome",
            "error"?|"log"?, "failure_type"?, "failure_subtype"?}, ...], "kind"? (terminal),
@@ -326,7 +326,7 @@ def recall(memory: Memory, request: Any) -> dict:
     d = got.to_dict()
     return {"recall_id": d["id"], "action": d["action"], "inject": got.injected, "text": d["text"],
             "memory_ids": d["memory_ids"], "why": d["why"], "diagnosis": d["diagnosis"], "candidates": d["candidates"],
-            "ask": d["ask"]}
+            "ask": d["ask"], "namespace": d["namespace"]}
 
 
 @_answer

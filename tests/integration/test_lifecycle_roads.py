@@ -69,3 +69,25 @@ def test_a_bound_servers_stats_count_only_its_namespaces(tmp_path):
     seen = anyio.run(_session_run, store, bound, ("--namespace", "proj-b"))
     assert (seen["variants"], seen["episodes"], seen["by_namespace"], seen["namespaces"]) == (1, 1, {"proj-b": 1},
                                                                                               ["proj-b"])
+
+
+def test_a_bound_server_recalls_an_sql_failure_that_names_its_database(tmp_path):
+    """The server records an SQL episode into its own namespace (record has no database field); a
+    recall of the same failure naming its database is served from there, not refused."""
+    episode = {"query_id": "q0", "kind": "sql", "task": "how many singers are there", "verified": True,
+               "attempts": [{"sql": "SELECT count(*) FROM singers", "outcome": "EXECUTION_ERROR",
+                             "error": "no such table: singers"},
+                            {"sql": "SELECT count(*) FROM singer", "outcome": "CORRECT"}]}
+    failure = {"question": "how many singers do we have", "sql": "SELECT count(*) FROM singers",
+               "status": "EXECUTION_ERROR", "error": "no such table: singers", "database": "concert_singer"}
+
+    async def body(session):
+        recorded = _payload(await session.call_tool("record", episode))
+        got = _payload(await session.call_tool("recall", {"query_id": "q1", "failure": failure}))
+        foreign = _error(await session.call_tool("recall", {"query_id": "q2", "failure": failure,
+                                                            "namespace": "concert_singer"}))
+        return recorded, got, foreign
+
+    recorded, got, foreign = anyio.run(_session_run, tmp_path / "m.db", body, ("--namespace", "proj"))
+    assert got["namespace"] == "proj" and recorded["memory_id"] in [c["id"] for c in got["candidates"]], got
+    assert "recall: namespace 'concert_singer' is outside this memory's namespaces (proj)" in foreign
