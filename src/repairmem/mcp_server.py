@@ -87,8 +87,9 @@ policy and how many feedbacks it has learned from. Counts only the server's own 
 
 FORGET_DOC = """\
 Forget a memory that is wrong or must not be kept: `memory_id` (from recall's candidates or record), or
-`namespace` to forget every memory of it (both: the memory must be in that namespace). Its text, vectors
-and counters are deleted; the store keeps a tombstone (who, when, `reason`). Returns {forgotten: [ids]}."""
+`namespace` to forget every memory of it (both: the memory must be in that namespace). A whole namespace
+needs `confirm` = true: without it the call forgets nothing and says how many memories would go. Its text,
+vectors and counters are deleted; the store keeps a tombstone (who, when, `reason`). Returns {forgotten: [ids]}."""
 
 CORRECT_DOC = """\
 Replace a memory's fix when the stored one is wrong or outdated: `memory_id` and the new `fix` (the command
@@ -231,6 +232,8 @@ def _lifecycle_tools(server, text, run):
             namespace: Annotated[str | None, text("forget every memory of this namespace (with memory_id: the "
                                                   "memory must be in it)")] = None,
             reason: Annotated[str | None, text("why (kept with the tombstone)")] = None,
+            confirm: Annotated[bool | None, text("true to forget every memory of `namespace` (without it: how "
+                                                 "many it would forget)")] = None,
     ) -> dict[str, Any]:
         return run("forget")
 

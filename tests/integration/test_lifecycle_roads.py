@@ -91,3 +91,33 @@ def test_a_bound_server_recalls_an_sql_failure_that_names_its_database(tmp_path)
     recorded, got, foreign = anyio.run(_session_run, tmp_path / "m.db", body, ("--namespace", "proj"))
     assert got["namespace"] == "proj" and recorded["memory_id"] in [c["id"] for c in got["candidates"]], got
     assert "recall: namespace 'concert_singer' is outside this memory's namespaces (proj)" in foreign
+
+
+def test_forgetting_a_whole_namespace_needs_confirmation_on_mcp_and_the_cli(tmp_path):
+    """An agent's ``forget`` of a whole namespace is refused until it says ``confirm: true``; the
+    refusal says how many memories would go and how to confirm, and forgets nothing."""
+    def episode(i):
+        return {**EPISODE, "query_id": f"q{i}", "attempts": [EPISODE["attempts"][0], {
+            "command": f".venv/bin/python -m pytest -k t{i}", "outcome": "CORRECT"}]}
+
+    async def body(session):
+        ids = [_payload(await session.call_tool("record", episode(i)))["memory_id"] for i in range(2)]
+        refused = _error(await session.call_tool("forget", {"namespace": "proj-a"}))
+        kept = _payload(await session.call_tool("stats", {}))["variants"]
+        gone = _payload(await session.call_tool("forget", {"namespace": "proj-a", "confirm": True}))
+        one = _payload(await session.call_tool("record", episode(5)))["memory_id"]
+        single = _payload(await session.call_tool("forget", {"memory_id": one}))    # one memory: no confirmation
+        return ids, refused, kept, gone, one, single
+
+    ids, refused, kept, gone, one, single = anyio.run(_session_run, tmp_path / "m.db", body)
+    assert "forget: namespace 'proj-a' holds 2 memories" in refused and "confirm: true" in refused
+    assert "nothing was forgotten" in refused and kept == 2
+    assert gone == {"forgotten": ids} and single == {"forgotten": [one]}
+
+    common = ("--store", tmp_path / "cli.db", "--encoder", "hashing")
+    for i in range(3):
+        assert cli("memory", "record", *common, stdin=json.dumps(episode(i)))[0] == 0
+    code, error = cli("memory", "forget", *common, "--namespace", "proj-a")
+    assert code == 2 and "holds 3 memories" in error["error"] and "--yes" in error["error"], error
+    code, done = cli("memory", "forget", *common, "--namespace", "proj-a", "--yes")
+    assert code == 0 and len(done["forgotten"]) == 3, done
