@@ -30,6 +30,7 @@ def _open(path: str, **kw):
 
 
 def cmd_memory_import(args):
+    from .retrieval.index import build_and_save
     from .store import import_jsonl, is_postgres_url
     new = not is_postgres_url(args.store) and not Path(args.store).exists()
     embedder = None
@@ -47,24 +48,14 @@ def cmd_memory_import(args):
                 with contextlib.suppress(OSError):      # a path the OS refuses holds nothing of ours
                     Path(args.store + suffix).unlink(missing_ok=True)
         raise
-    if embedder is not None:
-        _persist_index(args.store, embedder.encoder)
+    problem = None if embedder is None else build_and_save(args.store, embedder.encoder)
+    warning = problem and ("imported and committed, but the retrieval index was not saved "
+                           f"({redact(problem, address=args.store)}); it is built again at the next open")
+    if warning:
+        print(printable(f"repairmem: warning: {warning}"), file=sys.stderr)
     store = redact(args.store, address=args.store)
-    emit(args, {"imported": len(ids), "ids": ids, "store": store},
-          lambda: f"imported {len(ids)} memories into {store}")
-
-
-def _persist_index(path: str, encoder) -> None:
-    """Build the retrieval index of an imported store and save it (``STORE.index/``) now.
-
-    Otherwise the first open after a bulk import rebuilds it (BM25 postings and vector blocks of
-    every memory: 12 s at 100k), which an MCP client waits for; mapped, the open takes a fraction
-    of a second. A store without an index folder (PostgreSQL) builds its index at each open anyway.
-    """
-    from .retrieval.index import MemoryIndex
-    with _open(path) as store:
-        if store.index_path:
-            MemoryIndex(store, encoder)      # syncs every memory and saves the generation
+    emit(args, {"imported": len(ids), "ids": ids, "store": store, **({"warning": warning} if warning else {})},
+         lambda: f"imported {len(ids)} memories into {store}")
 
 
 def cmd_memory_export(args):

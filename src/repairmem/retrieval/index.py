@@ -81,6 +81,7 @@ class MemoryIndex:
         self.embedded_on_sync = 0   # how many stored memories had to be (re-)embedded here
         self._folder = store.index_path if persist else None
         self._saved = 0             # memories in the persisted generation this index holds
+        self.save_error: str | None = None   # why the last save failed (the persisted index is a cache)
         self.loaded = False         # whether this index was opened from the persisted one
         self.fast = quantized.available()   # bounded SQ8 path for large pools (False: always exact)
         self.fast_min_rows = quantized.MIN_ROWS   # pools with fewer rows in a block score it exactly
@@ -151,9 +152,9 @@ class MemoryIndex:
                     "blocks": [list(key) for key in keys]}
         try:
             if persist.save(self._folder, manifest, arrays):
-                self._saved = len(self)
-        except (OSError, InvalidInputError):
-            pass    # the persisted index is a cache: a full disk only makes the next open slower
+                self._saved, self.save_error = len(self), None
+        except (OSError, InvalidInputError) as exc:
+            self.save_error = str(exc)    # a cache: a full disk only makes the next open slower
 
     def __len__(self) -> int:
         return len(self.bm25)
@@ -322,3 +323,16 @@ class MemoryIndex:
         """1.0 where the pool member's failure type equals ``failure_type``, else 0.0."""
         matches = np.array([t == failure_type for t in self._block_type], dtype=np.float64)
         return matches.take(self._block_of.take(np.asarray(pool, dtype=np.int64))) if len(pool) else np.zeros(0)
+
+
+def build_and_save(path: str, encoder) -> str | None:
+    """Open the store at ``path``, build its retrieval index and save it (``STORE.index/``) now, as after a
+    bulk import: the next open maps it instead of rebuilding it (12 s at 100k memories, which an MCP
+    client waits for). None when saved, or when the store keeps no index (PostgreSQL builds it at each
+    open); else why it was not saved: the index is a cache, built again at the next open."""
+    from ..store import open_store
+    try:
+        with open_store(path) as store:
+            return MemoryIndex(store, encoder).save_error if store.index_path else None
+    except Exception as exc:      # noqa: BLE001 - whatever failed here, the store's data is committed
+        return str(exc) or type(exc).__name__
