@@ -104,8 +104,10 @@ class MemoryIndex:
         if found is None:
             return
         manifest, arrays = found
-        if manifest.get("lifecycle", 0) != self._mark:
-            return       # a memory was forgotten or corrected since it was saved
+        if manifest.get("lifecycle", 0) != self._mark:    # a memory was forgotten or corrected since it was
+            if not self.store.read_only:                   # saved (its forget died before dropping it): delete
+                persist.drop(self._folder, keep_lifecycle=self._mark)
+            return
         watermark = manifest["watermark"]
         docs = np.flatnonzero(arrays["block_of"] >= 0)
         known = np.asarray(self.store.variant_ids(), dtype=np.int64)
@@ -135,7 +137,10 @@ class MemoryIndex:
                     self._quantized[code] = qb
 
     def _save(self) -> None:
-        """Persist the current state as a new generation (skipped if another process is saving)."""
+        """Persist the current state as a new generation (skipped if another process is saving, or if a
+        memory was forgotten or corrected since this state was read: it may hold the forgotten rows)."""
+        if self.store.lifecycle_mark() != self._mark:
+            return
         keys = sorted(self._block_code, key=self._block_code.get)
         sizes = [block.n for block in self._blocks]
         top = self._last_id
@@ -151,7 +156,7 @@ class MemoryIndex:
                     "lifecycle": self._mark,
                     "blocks": [list(key) for key in keys]}
         try:
-            if persist.save(self._folder, manifest, arrays):
+            if persist.save(self._folder, manifest, arrays, current=lambda: self.store.lifecycle_mark() == self._mark):
                 self._saved, self.save_error = len(self), None
         except (OSError, InvalidInputError) as exc:
             self.save_error = str(exc)    # a cache: a full disk only makes the next open slower
@@ -162,15 +167,16 @@ class MemoryIndex:
     def _lifecycle(self, changes: list[tuple[str, int]]) -> None:
         """Apply forgets and corrections (``store.lifecycle_since``): each memory's rows are unlinked
         (no pool reaches them again; BM25 statistics are the pool's own, so scores are as if they never
-        were), a corrected one is added again as a new row, and the persisted generation, which holds
-        the old rows, is deleted; none is saved while unlinked rows remain in this process."""
+        were), a corrected one is added again as a new row, and the persisted generation saved before
+        them is deleted (under its lock), whether or not this index held them: another process's save
+        may have; none is saved while unlinked rows remain in this process."""
+        if self._folder and not self.store.read_only and changes:    # a generation another process saved
+            persist.drop(self._folder, keep_lifecycle=self.store.lifecycle_mark())    # may hold them too
         touched = sorted({vid for _, vid in changes if vid < len(self._block_of) and self._block_of[vid] >= 0})
         if not touched:
             return
         self._block_of[touched], self._row_of[touched] = -1, -1
         self._unlinked = True
-        if self._folder and not self.store.read_only:
-            persist.drop(self._folder)
         gone = {vid for action, vid in changes if action == "forget"}
         again = [vid for vid in touched if vid not in gone]
         if again:
