@@ -431,6 +431,11 @@ class Memory(Lifecycle):
     def encoder_name(self) -> str:
         return self._index.encoder.name
 
+    @property
+    def schema_version(self) -> int:
+        """The store's schema version (what a run records beside the memories it wrote)."""
+        return self._store.schema_version
+
     def get(self, ids) -> list[MemoryVariant]:
         """Memories by id, in the order asked (an unknown id is an error)."""
         return self._store.get(ids)
