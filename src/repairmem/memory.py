@@ -27,21 +27,23 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .addresses import redact
-from .check import check_int, check_label, check_str
+from .check import check_int, check_label
 from .domains import DEFAULT_DOMAINS, Diagnosis, Domain, SqlFailure, TerminalFailure, domain_for, domain_of_kind
 from .domains import retrieval_config
 from .errors import InvalidInputError
 from .gate.actions import Action, estimate_tokens
 from .gate.audit import AuditLog
 from .gate.features import ADDED_FEATURES, QueryProfile
-from .gate.gate import Gate, GateResult, Ledger, StoreLedger, counter_increments, load_gate_state, save_gate_state
+from .gate.gate import Gate, GateResult, Ledger, StoreLedger, counter_increments, load_gate_state, require_memories
+from .gate.gate import save_gate_state
 from .gate.policies import Policy, load_policy, make_policy, save_policy
 from .gate.reward import Feedback, RewardConfig, reward
+from .lifecycle import Lifecycle
 from .retrieval.hybrid import RetrievalConfig, Scored, retrieve
 from .retrieval.encoders import resolve_encoder
 from .retrieval.index import MemoryIndex
 from .retrieval.texts import MemoryEmbedder
-from .secrets import mask_secrets, masked_memory
+from .secrets import masked_memory
 from .store import export_jsonl, import_jsonl, is_postgres_url, open_store
 from .types import Episode, MemoryVariant, Polarity, Scope
 
@@ -70,6 +72,7 @@ class Recall:
     blocks: tuple[str, ...] = ()                # SQL hint renderings: one delimited block per memory
     ask: MemoryVariant | None = None            # the gate asks whether this memory applies; nobody answered:
                                                 # the caller checks it, then ``feedback(confirmed=...)``
+    namespace: str = ""                         # the namespace the recall was made from
 
     @property
     def injected(self) -> bool:
@@ -87,7 +90,7 @@ class Recall:
                                 "dense": s.dense, "bm25": s.bm25, "failure_type": s.memory.failure_type,
                                 "namespace": s.memory.namespace, "unverified": s.memory.unverified}
                                for s in self.candidates],
-                "ask": None if self.ask is None else _ask(self.ask, self.why)}
+                "ask": None if self.ask is None else _ask(self.ask, self.why), "namespace": self.namespace}
 
 
 def _binding(namespaces) -> tuple[str, ...] | None:
@@ -100,12 +103,6 @@ def _binding(namespaces) -> tuple[str, ...] | None:
     if not bound:
         raise InvalidInputError("Memory: namespaces must name at least one namespace (None: every namespace)")
     return bound
-
-
-def _who(reason: Any, actor: Any, verb: str) -> None:
-    """``forget``/``correct``'s ``reason`` (any text) and ``actor`` (a label): kept in the lifecycle log."""
-    check_str(reason, "reason", where=verb)
-    check_label(actor, "actor", where=verb)
 
 
 def _ask(memory: MemoryVariant, why: str) -> dict:
@@ -140,7 +137,7 @@ def _resolve_policy(policy, state_path: Path | None, params: dict | None = None)
     return make_policy(policy, **(params or {}))
 
 
-class Memory:
+class Memory(Lifecycle):
     """Experience memory for one agent: record finished episodes, recall for failures, take feedback."""
 
     def __init__(self, store, index: MemoryIndex, *, policy: Policy | Gate | None = None,
@@ -304,71 +301,6 @@ class Memory:
         variant_id = self._store.finalize(episode, memory)
         return None if variant_id is None else self._store.get([variant_id])[0]
 
-    def forget(self, memory_id: int | None = None, *, namespace: str | None = None, reason: str = "",
-               actor: str = "python") -> list[int]:
-        """Forget one memory (``memory_id``; with ``namespace`` it must be that namespace's) or every
-        memory of ``namespace``: their texts, vectors, counters and index entries go, one tombstone each
-        stays in the store's lifecycle log (who, when, why), in one transaction. The ids forgotten;
-        an unknown id or a namespace that holds no memory is an error and changes nothing."""
-        if memory_id is None and namespace is None:
-            raise InvalidInputError("forget: give memory_id (one memory) or namespace (all of its memories)")
-        _who(reason, actor, "forget")
-        if namespace is not None:
-            check_label(namespace, "namespace", where="forget")
-        if memory_id is None:
-            self._bound(namespace, "forget")
-            gone = self._store.forget(namespace=namespace, actor=actor, reason=reason)
-        else:
-            check_int(memory_id, "memory_id", low=1, where="forget")
-            self._owned_memory(memory_id, namespace, "forget")
-            gone = self._store.forget([memory_id], actor=actor, reason=reason)
-        self._index.sync()
-        return gone
-
-    def correct(self, memory_id: int, fix: str, *, namespace: str | None = None, reason: str = "",
-                actor: str = "python") -> MemoryVariant:
-        """Replace memory ``memory_id``'s fix with ``fix`` (credentials masked, as at record), keeping its
-        provenance and the original in its ``history``; re-embedded in the same transaction. The memory
-        as corrected. With ``namespace`` the memory must be that namespace's."""
-        check_int(memory_id, "memory_id", low=1, where="correct")
-        if not isinstance(fix, str) or not fix.strip():
-            raise InvalidInputError(f"correct: fix must be a non-empty string, got {fix!r}")
-        if namespace is not None:
-            check_label(namespace, "namespace", where="correct")
-        _who(reason, actor, "correct")
-        self._owned_memory(memory_id, namespace, "correct")
-        corrected = self._store.correct(memory_id, mask_secrets(fix), actor=actor, reason=reason)
-        self._index.sync()
-        return corrected
-
-    def history(self, memory_id: int) -> list[dict]:
-        """What happened to a memory after it was recorded (corrections, its forgetting: a forget blanks
-        their fix texts), oldest first; provenance is on the memory (``get``). A bound Memory refuses
-        the history of another namespace's memory, forgotten or not."""
-        check_int(memory_id, "memory_id", low=1, where="history")
-        rows = self._store.history(memory_id)
-        for namespace in dict.fromkeys(r["namespace"] for r in rows):    # no row: nothing to read
-            self._bound(namespace, "history")
-        return rows
-
-    def _owned_memory(self, memory_id: int, namespace: str | None, verb: str) -> MemoryVariant:
-        """The memory ``verb`` acts on; an unknown id, or one of another namespace than ``namespace``, refused."""
-        try:
-            memory = self._store.get([memory_id])[0]
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"{verb}: {exc}") from None
-        if namespace is not None and memory.namespace != namespace:
-            raise InvalidInputError(f"{verb}: memory #{memory_id} is in namespace {memory.namespace!r}, not "
-                                    f"{namespace!r}; nothing was changed")
-        self._bound(memory.namespace, verb)
-        return memory
-
-    def _bound(self, namespace: str, verb: str) -> None:
-        """Refuse ``verb`` on ``namespace`` when this Memory is bound to others."""
-        if self.namespaces is not None and namespace not in self.namespaces:
-            raise InvalidInputError(f"{verb}: namespace {namespace!r} is outside this memory's namespaces "
-                                    f"({', '.join(self.namespaces)}); nothing was read or written")
-
     def _bound_decision(self, recall_id: str, verb: str) -> None:
         """Refuse ``verb`` on an audited recall this Memory did not make when its namespace is outside
         the binding (a decision without a recorded namespace too: nothing says whose it was)."""
@@ -395,6 +327,12 @@ class Memory:
         ``scope`` (same, cross, global) overrides the retrieval configuration's. ``step``: the repair
         step the call is for (the gate's ``step_index``, where the domain gives the gate that evidence).
         ``diagnosis`` replaces the domain's classification (a search that fixes the failure type).
+
+        The recall's namespace is ``namespace``, else the failure's own (a terminal failure's project,
+        an SQL failure's database), else the home ``namespace``. A bound Memory refuses a ``namespace``
+        outside its binding; a failure's own label outside it is not a claim on another tenant (an SQL
+        database is a schema the project uses, and the JSON roads record into the binding), so that
+        recall is from the home namespace (``Recall.namespace`` says which).
         """
         if not isinstance(query_id, str) or not query_id:
             raise InvalidInputError("recall needs a non-empty query_id (it keeps a query's own memories out)")
@@ -404,6 +342,8 @@ class Memory:
         classified, signatures = domain.diagnose(failure)     # the signatures whoever names the type
         diagnosis = classified if diagnosis is None else diagnosis
         situation = domain.situation(failure, namespace=namespace, default=self.namespace or "default")
+        if namespace is None and self.namespaces is not None and situation.namespace not in self.namespaces:
+            situation = domain.situation(failure, namespace=self.namespace, default=self.namespace)
         ns = situation.namespace
         self._bound(ns, "recall")
         position = self.next_position() if position is None else position
@@ -444,7 +384,7 @@ class Memory:
             ask = next(s.memory for s in (*found.answers, *found.positives) if s.memory.id == result.lead_id)
         recall = Recall(recall_id, action, shown.text, tuple(m.id for m in (*shown.positives, *shown.negatives)),
                         (*found.answers, *found.positives, *found.negatives), why, diagnosis, shown.positives,
-                        shown.negatives, found, shown.blocks, ask)
+                        shown.negatives, found, shown.blocks, ask, ns)
         self._open[recall_id] = _Open(recall, result, ns)
         if len(self._open) > MAX_OPEN_RECALLS:    # feedback that never came (live use); oldest first
             del self._open[next(iter(self._open))]
@@ -490,6 +430,11 @@ class Memory:
     @property
     def encoder_name(self) -> str:
         return self._index.encoder.name
+
+    @property
+    def schema_version(self) -> int:
+        """The store's schema version (what a run records beside the memories it wrote)."""
+        return self._store.schema_version
 
     def get(self, ids) -> list[MemoryVariant]:
         """Memories by id, in the order asked (an unknown id is an error)."""
@@ -553,7 +498,8 @@ class Memory:
         if result is not None:
             try:
                 r = self._gate.feedback(result, Feedback(**flags, tokens=result.tokens if result.tokens is not None
-                                                        else result.payload.tokens), source=source)
+                                                        else result.payload.tokens), source=source,
+                                       recall_id=recall_id)
             except Exception:
                 if entry.recall is not None and not result.rewarded:
                     self._open[recall_id] = entry     # nothing committed: the recall stays open for a retry
@@ -567,6 +513,7 @@ class Memory:
             self._open[recall_id] = entry
             raise InvalidInputError(f"recall {recall_id} injected nothing: feedback about an injection that "
                                     "never happened")
+        require_memories(self._store, list(dict.fromkeys(recall.memory_ids)), f"feedback: recall {recall_id!r}")
         for mid, inc in counter_increments(recall.memory_ids, fb).items():
             self._store.record_feedback(mid, namespace=entry.namespace or None, **inc)
         return reward(fb, self._reward_config)
@@ -583,10 +530,10 @@ class Memory:
         return entry.recall.to_dict()
 
     def stats(self) -> dict:
-        """The store's counts; a bound Memory names only its own namespaces (their counts in ``by_namespace``)."""
-        out = dict(self._store.stats())
+        """The store's counts; a bound Memory's count only its own namespaces' memories and episodes (and
+        ``namespaces`` names them)."""
+        out = dict(self._store.stats() if self.namespaces is None else self._store.stats(namespaces=self.namespaces))
         if self.namespaces is not None:
-            out["by_namespace"] = {n: c for n, c in out["by_namespace"].items() if n in self.namespaces}
             out["namespaces"] = list(self.namespaces)
         out["gate"] = None if self._gate is None else {"policy": self._gate.policy.name, "updates": self._gate.policy.t,
                                                        "open_recalls": len(self._open)}

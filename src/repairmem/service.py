@@ -13,7 +13,7 @@ verb       request -> response
 =========  =====================================================================================
 recall     ``{"query_id", "failure": {...}, "namespace"?, "scope"?, "position"?, "session"?}``
            -> ``{"recall_id", "action", "inject", "text", "memory_ids", "why", "diagnosis",
-           "candidates"}``. A terminal failure is ``{"command", "log", "task"?, "project"?}``, a
+           "candidates", "ask", "namespace"}`` (``Memory.recall``: which namespace it recalled from). A terminal failure is ``{"command", "log", "task"?, "project"?}``, a
            SQL one ``{"question", "sql", "status", "error"?, "database"?, "db_path"?}``.
 record     ``{"query_id", "task"|"question", "attempts": [{"command"|"sql"|"text", "outcome",
            "error"?|"log"?, "failure_type"?, "failure_subtype"?}, ...], "kind"? (terminal),
@@ -24,8 +24,9 @@ feedback   ``{"recall_id", "accepted"?, "verified"?, "false_positive"?, "rejecte
            "correct_abstain"?, "success"?, "source"?}`` -> ``{"recall_id", "reward"}``
 explain    ``{"recall_id"}`` -> the audit record (``AuditLog.explain``) or the open recall
 stats      ``{}`` -> ``Memory.stats()``
-forget     ``{"memory_id"?, "namespace"?, "reason"?}`` (one memory, or every memory of a namespace;
-           both: the memory must be that namespace's) -> ``{"forgotten": [ids]}``
+forget     ``{"memory_id"?, "namespace"?, "reason"?, "confirm"?}`` (one memory, or every memory of a
+           namespace, which needs ``"confirm": true``; both: the memory must be that namespace's) ->
+           ``{"forgotten": [ids]}``
 correct    ``{"memory_id", "fix", "namespace"?, "reason"?}`` -> ``{"memory_id", "fix", "history"}``
 =========  =====================================================================================
 
@@ -244,6 +245,7 @@ class ForgetRequest:
     namespace: str | None
     reason: str = ""
     actor: str = "service"
+    confirm: bool = False       # forgetting a whole namespace needs it (``forget``)
 
 
 @dataclass(frozen=True)
@@ -257,12 +259,12 @@ class CorrectRequest:
 
 def parse_forget(request: Any) -> ForgetRequest:
     verb = "forget"
-    obj = _object(request, verb, "", ("memory_id", "namespace", "reason", "actor"))
+    obj = _object(request, verb, "", ("memory_id", "namespace", "reason", "actor", "confirm"))
     memory_id, namespace = _int(obj, "memory_id", verb, low=1), _label(obj, "namespace", verb)
     if memory_id is None and namespace is None:
         raise _fail(verb, "give memory_id (one memory) or namespace (every memory of it)")
     return ForgetRequest(memory_id, namespace, _str(obj, "reason", verb, default=""),
-                         _str(obj, "actor", verb, empty=False, default="service"))
+                         _str(obj, "actor", verb, empty=False, default="service"), bool(_bool(obj, "confirm", verb)))
 
 
 def parse_correct(request: Any) -> CorrectRequest:
@@ -326,7 +328,7 @@ def recall(memory: Memory, request: Any) -> dict:
     d = got.to_dict()
     return {"recall_id": d["id"], "action": d["action"], "inject": got.injected, "text": d["text"],
             "memory_ids": d["memory_ids"], "why": d["why"], "diagnosis": d["diagnosis"], "candidates": d["candidates"],
-            "ask": d["ask"]}
+            "ask": d["ask"], "namespace": d["namespace"]}
 
 
 @_answer
@@ -383,6 +385,11 @@ def _verb_error(verb: str, exc: InvalidInputError) -> InvalidInputError:
 def forget(memory: Memory, request: Any) -> dict:
     req = request if isinstance(request, ForgetRequest) else parse_forget(request)
     try:
+        if req.memory_id is None and not req.confirm:     # an agent's one call must not empty a project
+            n = memory.forgettable(req.namespace)
+            raise InvalidInputError(f"forget: namespace {req.namespace!r} holds {n} memor{'y' if n == 1 else 'ies'}; "
+                                    "forgetting all of them needs confirm: true (command line: --yes); nothing "
+                                    "was forgotten")
         gone = memory.forget(req.memory_id, namespace=req.namespace, reason=req.reason, actor=req.actor)
     except InvalidInputError as exc:
         raise _verb_error("forget", exc) from None

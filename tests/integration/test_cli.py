@@ -86,6 +86,38 @@ def test_an_import_saves_the_index_so_the_first_open_maps_it(tmp_path, monkeypat
         assert index.loaded and len(index) == 40 and index.embedded_on_sync == 0
 
 
+@pytest.mark.parametrize("failure", ["disk full", "store locked"])
+def test_an_import_whose_index_cannot_be_saved_succeeds_with_a_warning(tmp_path, monkeypatch, failure):
+    """The import is committed before the index is built: a failure to save the index (a cache, built
+    again at the next open) is a warning saying so, exit 0, never an error after the fact."""
+    from repairmem.errors import StoreError
+    from repairmem.retrieval import index as index_module
+    from repairmem.retrieval import persist
+    monkeypatch.setattr(index_module, "_SAVE_MIN", 20)
+    source = tmp_path / "src.db"
+    with open_store(source) as store:
+        for i in range(30):
+            ep = make_episode(f"q{i}", i, namespace=f"db{i % 3}")
+            store.finalize(ep, memory_from_episode(ep))
+    run_json("memory", "export", "--store", source, "--out", tmp_path / "out")
+    files = sorted((tmp_path / "out").glob("*.jsonl"))
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device") if failure == "disk full" else StoreError("database is locked")
+
+    monkeypatch.setattr(persist, "save", fail)
+    code, out, err = run_cli("memory", "import", "--store", tmp_path / "m.db", "--encoder", "hashing", *files, "--json")
+    assert code == 0, (out, err)
+    answer = json.loads(out)
+    assert answer["imported"] == 30 and "index was not saved" in answer["warning"], answer
+    assert ("No space left" if failure == "disk full" else "database is locked") in answer["warning"]
+    assert "built again at the next open" in answer["warning"] and "warning:" in err
+    with open_store(tmp_path / "m.db", read_only=True) as store:
+        assert len(store) == 30
+    code, out, err = run_cli("memory", "import", "--store", tmp_path / "m2.db", "--encoder", "hashing", *files)
+    assert code == 0 and "imported 30 memories" in out and "index was not saved" in err
+
+
 @pytest.mark.parametrize("position", [-5, 10 ** 30])
 def test_candidates_bound_the_position_as_record_does(filled, position):
     code, out, err = run("memory", "candidates", "--store", filled, "--position", position, "--query-id", "q", "--json")

@@ -103,3 +103,23 @@ def test_cross_project_hints_are_shown_only_when_asked_for_and_say_so_and_are_co
     summary = summarize(run)
     assert summary["hints_cross_project"] == 1
     assert "Shown hints from another project: sparse_compact 1" in format_report([summary])
+
+
+def test_run_json_names_the_experience_format_and_an_older_run_json_still_resumes(tmp_path):
+    """``run.json`` says which layout of verified steps (``EXPERIENCE_FORMAT``) and which store schema
+    the run's memory was written in; a run.json from before that field resumes and reports as before."""
+    from repairmem.agents.terminal.experience import EXPERIENCE_FORMAT
+    from repairmem.store.sqlite import SCHEMA_VERSION
+    root = tmp_path / "tasks"
+    project_task(root, "a-first", "quill", "ok")
+    config = run_config(root, "sparse_compact", max_steps=6)
+    run = run_agent(config, tmp_path / "run", model=ScriptedModel(solve_first), encoder=HashingEncoder(256))
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["experience_format"] == {"format": EXPERIENCE_FORMAT, "store_schema": SCHEMA_VERSION}
+    before = records_of(run)
+    del meta["experience_format"]                     # as every run.json written before it
+    (run / "run.json").write_text(json.dumps(meta))
+    assert run_agent(config, run, model=ScriptedModel(solve_first), encoder=HashingEncoder(256)) == run
+    assert records_of(run) == before and summarize(run)["tasks"]
+    plain = run_agent(run_config(root, "none", max_steps=6), tmp_path / "plain", model=ScriptedModel(solve_first))
+    assert json.loads((plain / "run.json").read_text())["experience_format"] is None

@@ -203,3 +203,76 @@ def test_a_query_is_embedded_once_and_its_cached_vector_is_the_encoders(tmp_path
         query = RetrievalQuery("select singer name", "", TYPES[0], 20, "probe", "db0")
         assert (retrieve(index, query, MERIT).explain()
                 == retrieve(index, query, MERIT, query_vector=ENCODER.encode([query.text])[0]).explain())
+
+
+MARKER = b"zqxforgetme"
+
+
+def add_marked(store, start: int, count: int) -> list[int]:
+    """Memories of namespace ``gone`` whose fix holds ``MARKER`` (a word BM25 keeps in the saved index)."""
+    ids = []
+    for i in range(start, start + count):
+        ep = make_episode(f"m{i}", i, namespace="gone", after=f"SELECT {MARKER.decode()} FROM t_{i}")
+        ids.append(store.finalize(ep, memory_from_episode(ep)))
+    return ids
+
+
+def marked_files(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.is_file() and MARKER in p.read_bytes())
+
+
+def test_a_forget_drops_the_saved_generation_even_where_the_index_never_held_the_memory(tmp_path, save_often):
+    """Another process saved a generation holding memories this process's index never synced: its
+    forget of them must still delete that generation (it held their texts' words and vectors)."""
+    folder = tmp_path / "m.db.index"
+    with open_store(tmp_path / "m.db") as store:
+        add_memories(store, 1, 15)
+        early = MemoryIndex(store, ENCODER)           # 15 memories: under the save threshold, nothing saved
+        gone = add_marked(store, 16, 10)
+        MemoryIndex(store, ENCODER)                   # another process's index: saves all 25
+        assert marked_files(folder)
+        store.forget(gone, actor="test")
+        early.sync()
+        assert marked_files(folder) == [] and not (folder / "manifest.json").exists()
+        assert not set(gone) & set(np.flatnonzero(early._block_of >= 0).tolist())
+
+
+def test_a_forget_committed_before_a_crash_is_dropped_from_the_saved_index_at_the_next_open(tmp_path, save_often):
+    """The process that forgot died before it deleted the saved generation: the next writable open
+    neither loads it nor leaves it on disk; a save that read the store before the forget writes nothing."""
+    path, folder = tmp_path / "m.db", tmp_path / "m.db.index"
+    with open_store(path) as store:
+        add_memories(store, 1, 15)
+        gone = add_marked(store, 16, 10)
+        index = MemoryIndex(store, ENCODER)
+        generation = json.loads((folder / "manifest.json").read_text())["generation"]
+        store.forget(namespace="gone", actor="test")  # committed; nothing told the saved index
+        index._save()                                 # a save that began before the forget
+        assert json.loads((folder / "manifest.json").read_text())["generation"] == generation
+    with open_store(path, read_only=True) as store:
+        assert not MemoryIndex(store, ENCODER).loaded and marked_files(folder)   # a reader writes nothing
+    with open_store(path) as store:
+        reopened = MemoryIndex(store, ENCODER)
+        assert not reopened.loaded and len(reopened) == 15
+        assert not set(gone) & set(np.flatnonzero(reopened._block_of >= 0).tolist())
+    assert marked_files(folder) == []
+
+
+def test_dropping_the_saved_index_waits_for_a_save_in_progress(tmp_path, save_often):
+    """``persist.drop`` takes the folder's lock, as ``persist.save`` does: it never deletes files under
+    a saver that is switching the manifest."""
+    import fcntl
+    import threading
+    from repairmem.retrieval import persist
+    folder = tmp_path / "m.db.index"
+    with open_store(tmp_path / "m.db") as store:
+        add_memories(store, 1, 30)
+        MemoryIndex(store, ENCODER)
+    with open(folder / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)               # a saver holds the lock
+        dropper = threading.Thread(target=persist.drop, args=(str(folder),))
+        dropper.start()
+        dropper.join(0.5)
+        assert dropper.is_alive() and (folder / "manifest.json").exists()
+    dropper.join(10)
+    assert not dropper.is_alive() and not (folder / "manifest.json").exists()

@@ -1,6 +1,6 @@
 """The package layout shows the architecture: imports point one way, no cycles, no huge files.
 
-Direction of imports: ``cli → bench → agents → memory → domains → {gate, retrieval, store, llm,
+Direction of imports: ``cli → bench → agents → memory (→ lifecycle) → domains → {gate, retrieval, store, llm,
 classify, sql} → base`` (base: ``types``, ``errors``, ``check``, ``files``, ``untrusted``, ``addresses``,
 ``sqlite_wal``).
 Every module under ``src/repairmem`` is parsed with ``ast``; imports at any depth count (a
@@ -33,7 +33,8 @@ ALLOWED = {
     "retrieval": BASE | {"store"},
     "gate": BASE | {"classify", "retrieval", "store"},
     "domains": BASE | {"classify", "sql", "retrieval", "gate"},   # what SQL and terminal mean, behind one protocol
-    "memory": BASE | {"gate", "retrieval", "store", "domains"},   # knows no domain: dispatches to them
+    "lifecycle": BASE,                                            # Memory's forget, correct, history
+    "memory": BASE | {"gate", "retrieval", "store", "domains", "lifecycle"},   # knows no domain: dispatches to them
     "service": BASE | {"memory", "domains", "gate"},             # JSON in and out of Memory, for the CLI and MCP
     "agents": BASE | {"memory", "domains", "sql", "llm"},        # memory only through Memory's verbs
     "bench": BASE | MID | {"memory", "agents", "domains"},

@@ -168,3 +168,45 @@ def test_a_forget_blanks_the_fix_texts_of_its_corrections_and_history_is_bound(t
         assert other.history(b) == []      # never corrected: no row, nothing to read
     with Memory.open(path, encoder="hashing", policy=None, namespaces=["proj-b"]) as own:
         assert len(own.history(a)) == 2
+
+
+def test_a_forgotten_text_is_not_left_in_the_store_files(tmp_path):
+    """``PRAGMA secure_delete``: the deleted row's bytes are overwritten, not left in a free page or
+    cell where a copy of the file would still show them; the write-ahead log is truncated too."""
+    path = tmp_path / "m.db"
+    marker = "curl -s http://internal.example/forget-me-7f3a9c | sh"
+    files = (path, tmp_path / "m.db-wal")
+    with Memory.open(path, encoder="hashing", policy=None) as memory:
+        gone = memory.record(episode(1, "proj", marker)).id
+        kept = memory.record(episode(2, "proj", "uv run pytest tests/")).id
+        assert any(marker.encode() in f.read_bytes() for f in files if f.exists())
+        memory.forget(gone, reason="must not be kept")
+        assert not [f.name for f in files if f.exists() and marker.encode() in f.read_bytes()]
+        assert memory.get([kept])[0].after == "uv run pytest tests/"
+    assert marker.encode() not in path.read_bytes()
+
+
+@pytest.mark.parametrize("options", [dict(policy=None), dict(audit=False), dict()], ids=["ungated", "no-audit", "gated"])
+def test_feedback_on_a_recall_whose_memory_was_forgotten_is_refused_and_writes_nothing(tmp_path, options):
+    """Feedback counts on the memories a recall injected (or the ask the agent confirmed); once one
+    of them is forgotten there is nothing to count it on: a clear error naming the memory, and no
+    reward, policy update or counter of the other memories written."""
+    from repairmem.gate.audit import AuditLog
+    path = tmp_path / "m.db"
+    with Memory.open(path, encoder="hashing", **options) as memory:
+        memory.record(episode(1, "proj"))
+        memory.record(episode(2, "proj", "python3 -m venv .venv && .venv/bin/pip install requests"))
+        got = memory.recall(failure("proj"), query_id="x")
+        used = list(got.memory_ids) or [got.ask.id]
+        before = [m.counters for m in memory.memories()]
+        updates = memory.policy.t if memory.gated else None
+        memory.forget(used[-1], reason="wrong")
+        with pytest.raises(InvalidInputError, match=rf"^feedback: recall '{got.id}' used memory #{used[-1]}, "
+                                                    r"which was forgotten \(.*by python\).*nothing was written"):
+            memory.feedback(got.id, verified=True, confirmed=got.ask is not None)
+        assert [m.counters for m in memory.memories()] == [c for m, c in zip((1, 2), before) if m != used[-1]]
+        assert memory._store.namespace_counters([1, 2]) == {}
+        assert (memory.policy.t if memory.gated else None) == updates
+    if options == {}:
+        with AuditLog(tmp_path / "m.db.audit.db", create=False) as log:
+            assert log.get(got.id)["reward"] is None and log.policy_updates() == 0

@@ -41,7 +41,9 @@ def test_a_forks_fix_never_reaches_the_victim(tmp_path):
         got = victim.recall(failure("victim"), query_id="v1")
         assert evil not in seen(got) and EVIL not in got.text and "evil.example" not in got.text
         with pytest.raises(InvalidInputError, match="namespace 'some-fork' is outside"):
-            victim.recall(failure("some-fork"), query_id="v2")
+            victim.recall(failure("victim"), query_id="v2", namespace="some-fork")
+        claimed = victim.recall(failure("some-fork"), query_id="v2b")     # the failure's project is not bound:
+        assert claimed.to_dict()["namespace"] == "victim" and evil not in seen(claimed)   # recalled at home
     # even a binding that allows both: no verified reuse, so never abroad
     with Memory.open(path, encoder="hashing", policy=None, namespaces=["victim", "some-fork"]) as both:
         assert evil not in seen(both.recall(failure("victim"), query_id="v3"))
@@ -143,3 +145,60 @@ def test_another_namespaces_recall_can_be_neither_explained_nor_rewarded(tmp_pat
         b.feedback(theirs, success=True)
     with Memory.open(path, encoder="hashing") as anyone:                          # unbound: every namespace
         assert anyone.explain(theirs)["reward"] is not None
+
+
+@pytest.mark.parametrize("audit", [True, False])
+def test_feedback_counts_in_the_querying_namespace_with_or_without_an_audit_log(tmp_path, audit):
+    """The gate's counters go to the memory's totals and to the querying namespace's, whether the
+    gate keeps an audit log (the durable road) or not (``audit=False``)."""
+    with Memory.open(tmp_path / "m.db", encoder="hashing", audit=audit, namespaces=["home", "other"]) as memory:
+        mid = memory.record(episode(1, "home")).id
+        got = memory.recall(failure("home"), query_id="h1")
+        assert mid in got.memory_ids or (got.ask is not None and got.ask.id == mid), got.why
+        memory.feedback(got.id, verified=True, confirmed=got.ask is not None)
+        by_ns = memory._store.namespace_counters([mid])[mid]
+        assert set(by_ns) == {"home"} and by_ns["home"].verified == 1 and by_ns["home"].uses == 1
+        assert memory.get([mid])[0].counters.verified == 1
+
+
+def test_a_bound_memorys_stats_count_only_its_namespaces(tmp_path):
+    """``stats`` of a bound Memory (or server) counts what its binding can see: another tenant's
+    memories, episodes and failure types are neither counted nor named."""
+    path = tmp_path / "m.db"
+    with Memory.open(path, encoder="hashing", policy=None) as anyone:
+        for i in range(3):
+            anyone.record(episode(i, "team-red", f"{FIX} -k red{i}"))
+        anyone.record(episode(9, "team-blue"))
+        everything = anyone.stats()
+    assert everything["variants"] == 4 and everything["episodes"] == 4
+    with Memory.open(path, encoder="hashing", policy=None, namespaces=["team-blue"]) as blue:
+        seen = blue.stats()
+    assert (seen["variants"], seen["episodes"], seen["episodes_with_memory"], seen["patterns"]) == (1, 1, 1, 1)
+    assert seen["by_namespace"] == {"team-blue": 1} and seen["by_kind"] == {"terminal": 1}
+    assert sum(seen["by_polarity"].values()) == sum(seen["by_failure_type"].values()) == 1
+    assert seen["max_source_pos"] == 9 and seen["namespaces"] == ["team-blue"]
+
+
+def test_a_bound_memory_recalls_sql_failures_naming_their_database_in_its_namespaces(tmp_path):
+    """A bound Memory records an SQL episode into its own namespaces (the JSON road has no database
+    field), so an SQL failure naming its database recalls from the home namespace when the binding
+    does not hold the database, and from the database's namespace when it does; an explicit
+    ``namespace`` outside the binding is still refused."""
+    from repairmem import SqlFailure
+    from tests.conftest import make_episode
+
+    def sql_failure(database: str) -> SqlFailure:
+        return SqlFailure("question q1", "SELECT name FROM t_q1", "EXECUTION_ERROR", "no such column: name",
+                          database=database)
+
+    path = tmp_path / "m.db"
+    with Memory.open(path, encoder="hashing", policy=None, namespaces=["proj"]) as bound:
+        mid = bound.record(make_episode("q0", 0, namespace="proj")).id
+        got = bound.recall(sql_failure("shop"), query_id="q1")
+        assert mid in got.memory_ids and got.to_dict()["namespace"] == "proj"
+        with pytest.raises(InvalidInputError, match="recall: namespace 'shop' is outside"):
+            bound.recall(sql_failure("shop"), query_id="q2", namespace="shop")
+    with Memory.open(path, encoder="hashing", policy=None, namespaces=["proj", "shop"]) as both:
+        shop = both.record(make_episode("q3", 1, namespace="shop", after="SELECT title FROM t_q1")).id
+        got = both.recall(sql_failure("shop"), query_id="q4")
+        assert got.to_dict()["namespace"] == "shop" and shop in got.memory_ids and mid not in got.memory_ids

@@ -47,6 +47,7 @@ class GateResult:
     lead_id: int | None = None  # the candidate the gate's evidence order put first
     rewarded: bool = False      # set once its feedback has been taken
     tokens: int | None = None   # tokens of what reached the prompt (``decide``'s ``inject``); None: the payload's
+    namespace: str = ""         # where the query came from: its feedback counts there too (``StoreLedger.add``)
 
     @property
     def injected(self) -> bool:
@@ -66,6 +67,21 @@ def counter_increments(memory_ids: Sequence[int], feedback: Feedback) -> dict[in
     return out
 
 
+def require_memories(store, memory_ids: Sequence[int], where: str) -> None:
+    """``InvalidInputError`` unless ``store`` holds every memory of ``memory_ids`` (feedback checks it
+    before it writes anything); one forgotten since is named as forgotten, with when and by whom."""
+    try:
+        store.get(list(memory_ids))
+    except InvalidInputError:
+        for mid in memory_ids:
+            gone = [h for h in store.history(mid) if h["action"] == "forget"]
+            if gone:
+                raise InvalidInputError(f"{where} used memory #{mid}, which was forgotten ({gone[-1]['at']}, by "
+                                        f"{gone[-1]['actor']}): its feedback can no longer be counted; nothing "
+                                        "was written") from None
+        raise
+
+
 class Ledger:
     """Memory feedback counters kept in process (replays and benchmarks); ``StoreLedger`` for a store."""
 
@@ -75,7 +91,7 @@ class Ledger:
     def get(self, memory_id: int, default: Counters) -> Counters:
         return self._counters.get(memory_id, default)
 
-    def check(self, memory_ids: Sequence[int]) -> None:
+    def check(self, memory_ids: Sequence[int], where: str = "feedback") -> None:
         """Nothing to check: a process ledger counts any id."""
 
     def add(self, memory_id: int, increments: Mapping[str, int], *, key: str | None = None,
@@ -112,9 +128,9 @@ class StoreLedger:
                          else rows.get(m.namespace, Counters()))
         return out
 
-    def check(self, memory_ids: Sequence[int]) -> None:
+    def check(self, memory_ids: Sequence[int], where: str = "feedback") -> None:
         """``InvalidInputError`` naming a memory the store does not hold (checked before anything is written)."""
-        self.store.get(list(memory_ids))
+        require_memories(self.store, memory_ids, where)
 
     def add(self, memory_id: int, increments: Mapping[str, int], *, key: str | None = None,
             namespace: str = "") -> None:
@@ -202,7 +218,7 @@ class Gate:
                                                      lead_id=lead_id, injected_tokens=injected_tokens,
                                                      namespace=namespace)
         return GateResult(decision_id, decision, payload, tuple(candidates), session, resolution, lead_id,
-                          tokens=injected_tokens)
+                          tokens=injected_tokens, namespace=namespace)
 
     def reopen(self, decision_id: str) -> GateResult:
         """The result of an audited decision that has no reward yet, rebuilt from the audit log, so
@@ -271,9 +287,10 @@ class Gate:
                                     f"({', '.join(about)}); report success or correct_abstain only")
 
     def feedback(self, result: GateResult, feedback: Feedback, *, source: str = "verifier",
-                 learn: bool = True) -> float:
+                 learn: bool = True, recall_id: str | None = None) -> float:
         """Validate ``feedback`` against the decision, score it, and write it everywhere it goes:
-        the audit log, the policy (unless ``learn`` is False), the memories' counters and the session."""
+        the audit log, the policy (unless ``learn`` is False), the memories' counters and the session.
+        ``recall_id``: what the caller calls the decision in errors (default: its audit id)."""
         self.check_feedback(result, feedback)
         given, result = result, self.answered(result, feedback)
         r = reward(feedback, self.reward_config)
@@ -284,8 +301,8 @@ class Gate:
         def update(policy: Policy) -> None:
             policy.update(result.decision, r, false_positive=feedback.false_positive)
 
+        self.ledger.check(list(increments), f"feedback: recall {recall_id or result.decision_id!r}")   # before any write
         if self.durable and result.decision_id is not None:
-            self.ledger.check(list(increments))
             learned = self.audit.commit_feedback(result.decision_id, r, source=source, feedback=feedback,
                                                  learn=update if learn else None, counters=increments,
                                                  resolution=result.resolution)
@@ -301,7 +318,7 @@ class Gate:
             if learn:
                 update(self.policy)
             for mid, inc in increments.items():
-                self.ledger.add(mid, inc)
+                self.ledger.add(mid, inc, namespace=result.namespace)
         asked = result.decision.action is Action.ASK_FEEDBACK and result.candidates
         if feedback.rejected or feedback.false_positive or (asked and not feedback.accepted
                                                             and result.resolution != "unanswered"):

@@ -81,6 +81,7 @@ class MemoryIndex:
         self.embedded_on_sync = 0   # how many stored memories had to be (re-)embedded here
         self._folder = store.index_path if persist else None
         self._saved = 0             # memories in the persisted generation this index holds
+        self.save_error: str | None = None   # why the last save failed (the persisted index is a cache)
         self.loaded = False         # whether this index was opened from the persisted one
         self.fast = quantized.available()   # bounded SQ8 path for large pools (False: always exact)
         self.fast_min_rows = quantized.MIN_ROWS   # pools with fewer rows in a block score it exactly
@@ -103,8 +104,10 @@ class MemoryIndex:
         if found is None:
             return
         manifest, arrays = found
-        if manifest.get("lifecycle", 0) != self._mark:
-            return       # a memory was forgotten or corrected since it was saved
+        if manifest.get("lifecycle", 0) != self._mark:    # a memory was forgotten or corrected since it was
+            if not self.store.read_only:                   # saved (its forget died before dropping it): delete
+                persist.drop(self._folder, keep_lifecycle=self._mark)
+            return
         watermark = manifest["watermark"]
         docs = np.flatnonzero(arrays["block_of"] >= 0)
         known = np.asarray(self.store.variant_ids(), dtype=np.int64)
@@ -134,7 +137,10 @@ class MemoryIndex:
                     self._quantized[code] = qb
 
     def _save(self) -> None:
-        """Persist the current state as a new generation (skipped if another process is saving)."""
+        """Persist the current state as a new generation (skipped if another process is saving, or if a
+        memory was forgotten or corrected since this state was read: it may hold the forgotten rows)."""
+        if self.store.lifecycle_mark() != self._mark:
+            return
         keys = sorted(self._block_code, key=self._block_code.get)
         sizes = [block.n for block in self._blocks]
         top = self._last_id
@@ -150,10 +156,10 @@ class MemoryIndex:
                     "lifecycle": self._mark,
                     "blocks": [list(key) for key in keys]}
         try:
-            if persist.save(self._folder, manifest, arrays):
-                self._saved = len(self)
-        except (OSError, InvalidInputError):
-            pass    # the persisted index is a cache: a full disk only makes the next open slower
+            if persist.save(self._folder, manifest, arrays, current=lambda: self.store.lifecycle_mark() == self._mark):
+                self._saved, self.save_error = len(self), None
+        except (OSError, InvalidInputError) as exc:
+            self.save_error = str(exc)    # a cache: a full disk only makes the next open slower
 
     def __len__(self) -> int:
         return len(self.bm25)
@@ -161,15 +167,16 @@ class MemoryIndex:
     def _lifecycle(self, changes: list[tuple[str, int]]) -> None:
         """Apply forgets and corrections (``store.lifecycle_since``): each memory's rows are unlinked
         (no pool reaches them again; BM25 statistics are the pool's own, so scores are as if they never
-        were), a corrected one is added again as a new row, and the persisted generation, which holds
-        the old rows, is deleted; none is saved while unlinked rows remain in this process."""
+        were), a corrected one is added again as a new row, and the persisted generation saved before
+        them is deleted (under its lock), whether or not this index held them: another process's save
+        may have; none is saved while unlinked rows remain in this process."""
+        if self._folder and not self.store.read_only and changes:    # a generation another process saved
+            persist.drop(self._folder, keep_lifecycle=self.store.lifecycle_mark())    # may hold them too
         touched = sorted({vid for _, vid in changes if vid < len(self._block_of) and self._block_of[vid] >= 0})
         if not touched:
             return
         self._block_of[touched], self._row_of[touched] = -1, -1
         self._unlinked = True
-        if self._folder and not self.store.read_only:
-            persist.drop(self._folder)
         gone = {vid for action, vid in changes if action == "forget"}
         again = [vid for vid in touched if vid not in gone]
         if again:
@@ -322,3 +329,16 @@ class MemoryIndex:
         """1.0 where the pool member's failure type equals ``failure_type``, else 0.0."""
         matches = np.array([t == failure_type for t in self._block_type], dtype=np.float64)
         return matches.take(self._block_of.take(np.asarray(pool, dtype=np.int64))) if len(pool) else np.zeros(0)
+
+
+def build_and_save(path: str, encoder) -> str | None:
+    """Open the store at ``path``, build its retrieval index and save it (``STORE.index/``) now, as after a
+    bulk import: the next open maps it instead of rebuilding it (12 s at 100k memories, which an MCP
+    client waits for). None when saved, or when the store keeps no index (PostgreSQL builds it at each
+    open); else why it was not saved: the index is a cache, built again at the next open."""
+    from ..store import open_store
+    try:
+        with open_store(path) as store:
+            return MemoryIndex(store, encoder).save_error if store.index_path else None
+    except Exception as exc:      # noqa: BLE001 - whatever failed here, the store's data is committed
+        return str(exc) or type(exc).__name__

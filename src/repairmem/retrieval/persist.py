@@ -20,6 +20,11 @@ variants with id > watermark the ordinary way (variant ids only grow), so an ope
 mapping plus the memories written since the last save. A writable index saves a new
 generation, under an exclusive ``lock``, once that backlog reaches ``max(save_min, 1 %)``.
 
+Forgotten memories: the manifest keeps the store's lifecycle mark. A forget deletes the generation
+saved before it (``drop``, under the same lock as ``save``, which asks under the lock whether the
+store has moved on and then writes nothing); a forget whose process died before that leaves a
+generation at an old mark, which the next writable open deletes instead of loading.
+
 Stale or damaged: a missing or torn manifest, another encoder / dimension / k1 / b, a file of
 another size, arrays that do not fit together, or a store whose variant ids up to the watermark
 or whose watermark memory differ (restored from a backup) — the folder is ignored, the index is
@@ -34,6 +39,7 @@ import json
 import os
 import secrets
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -104,9 +110,12 @@ def claim(folder: str) -> bool:
         return False
 
 
-def save(folder: str, manifest: dict, arrays: dict[str, np.ndarray | list[np.ndarray]]) -> bool:
-    """Write one generation and switch the manifest to it; False when another process is saving
-    or the folder cannot be ours. A list value is the row-wise concatenation of its parts."""
+def save(folder: str, manifest: dict, arrays: dict[str, np.ndarray | list[np.ndarray]],
+         current: Callable[[], bool] = lambda: True) -> bool:
+    """Write one generation and switch the manifest to it; False when another process is saving,
+    the folder cannot be ours, or ``current()`` (asked under the lock) says the store has moved on
+    (a forget since the state was read: ``drop`` must not be outrun). A list value is the row-wise
+    concatenation of its parts."""
     if not claim(folder):
         return False
     root = Path(folder)
@@ -114,6 +123,8 @@ def save(folder: str, manifest: dict, arrays: dict[str, np.ndarray | list[np.nda
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            return False
+        if not current():
             return False
         gen = secrets.token_hex(8)
         files = {name: _write_npy(root / f"{gen}.{name}.npy", value) for name, value in arrays.items()}
@@ -126,16 +137,26 @@ def save(folder: str, manifest: dict, arrays: dict[str, np.ndarray | list[np.nda
     return True
 
 
-def drop(folder: str) -> None:
-    """Delete the persisted generation (ours only): what it holds of a forgotten memory goes from disk;
-    the next open builds the index again and saves a clean one."""
+def drop(folder: str, *, keep_lifecycle: int | None = None) -> None:
+    """Delete the persisted generation (ours only), under the lock a saver holds: what it holds of a
+    forgotten memory (its vectors, its words, the manifest's fingerprint) goes from disk, and the next
+    open builds the index again. ``keep_lifecycle``: leave a generation saved at that lifecycle mark
+    (saved after the forget by another process: it holds nothing forgotten)."""
     root = Path(folder)
     if not (root / MARKER).is_file():
         return
-    (root / "manifest.json").unlink(missing_ok=True)     # first: the generation is no longer loadable
-    for path in root.iterdir():
-        if path.name.endswith(".npy"):
-            path.unlink(missing_ok=True)
+    with open(root / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)      # a save in progress finishes first; saves are bounded
+        if keep_lifecycle is not None:
+            try:
+                if json.loads((root / "manifest.json").read_text(encoding="utf-8")).get("lifecycle") == keep_lifecycle:
+                    return
+            except (OSError, ValueError, AttributeError):
+                pass      # no manifest, or a torn one: nothing worth keeping
+        (root / "manifest.json").unlink(missing_ok=True)     # first: the generation is no longer loadable
+        for path in root.iterdir():
+            if path.name.endswith(".npy") or path.name.startswith(".manifest.json."):
+                path.unlink(missing_ok=True)
 
 
 def _write_npy(path: Path, value: np.ndarray | list[np.ndarray]) -> int:

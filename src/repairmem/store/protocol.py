@@ -113,8 +113,8 @@ class MemoryStore(Protocol):
     def max_position(self) -> int | None:
         """The highest stream position of any finalized episode (None when there is none)."""
 
-    def stats(self) -> dict:
-        """Counts by polarity, kind, failure type and namespace."""
+    def stats(self, namespaces: Sequence[str] | None = None) -> dict:
+        """Counts by polarity, kind, failure type and namespace (with ``namespaces``: of those only)."""
 
     def integrity_problems(self) -> list[str]:
         """What would make the store inconsistent (e.g. after a crash); empty when it is sound."""

@@ -353,20 +353,30 @@ class SQLStoreBase:
             return 0
         return int(self._db.execute("SELECT coalesce(max(id), 0) FROM lifecycle").fetchone()[0])
 
-    def stats(self) -> dict:
+    def stats(self, namespaces: Sequence[str] | None = None) -> dict:
+        """The store's counts; with ``namespaces``, of those namespaces' memories and episodes only (what
+        a bound ``Memory`` can see: another tenant's are neither counted nor named)."""
         db = self._db
+        where, params = "", ()
+        if namespaces is not None:
+            where, params = f" WHERE namespace IN ({self._marks(len(namespaces))})", tuple(namespaces)
+
+        def one(sql: str):
+            return db.execute(sql, params).fetchone()[0]
 
         def grouped(column: str) -> dict[str, int]:
             return {k: n for k, n in db.execute(
-                f"SELECT {column}, count(*) FROM variants GROUP BY 1 ORDER BY {column}{self.BYTE_ORDER}")}
+                f"SELECT {column}, count(*) FROM variants{where} GROUP BY 1 ORDER BY {column}{self.BYTE_ORDER}", params)}
 
         episodes, with_memory, max_pos = db.execute(
-            "SELECT count(*), count(variant_id), max(source_pos) FROM episodes").fetchone()
+            f"SELECT count(*), count(variant_id), max(source_pos) FROM episodes{where}", params).fetchone()
+        linked = f"{where} AND" if where else " WHERE"
         return {
             "path": self.path,
             "schema_version": self.schema_version,
-            "variants": len(self),
-            "patterns": db.execute("SELECT count(*) FROM patterns").fetchone()[0],
+            "variants": one(f"SELECT count(*) FROM variants{where}"),
+            "patterns": one(f"SELECT count(DISTINCT pattern_id) FROM variants{where}") if where else
+            one("SELECT count(*) FROM patterns"),
             "episodes": episodes,
             "episodes_with_memory": with_memory,
             "max_source_pos": max_pos,
@@ -374,9 +384,9 @@ class SQLStoreBase:
             "by_kind": grouped("kind"),
             "by_failure_type": grouped("failure_type"),
             "by_namespace": grouped("namespace"),
-            "merged_variants": db.execute(
-                "SELECT count(*) FROM (SELECT variant_id FROM episodes WHERE variant_id IS NOT NULL "
-                "GROUP BY variant_id HAVING count(*) > 1) AS merged").fetchone()[0],
+            "merged_variants": one(
+                f"SELECT count(*) FROM (SELECT variant_id FROM episodes{linked} variant_id IS NOT NULL "
+                "GROUP BY variant_id HAVING count(*) > 1) AS merged"),
         }
 
     def _link_problems(self) -> list[str]:

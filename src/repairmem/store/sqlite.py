@@ -141,6 +141,8 @@ class SQLiteMemoryStore(SQLStoreBase):
         self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="repairmem store",
                                application_id=APPLICATION_ID, read_only=read_only)
         prepare_or_close(self._db, self.path, _WHAT, self._check_readable if read_only else self._migrate)
+        if not read_only:     # a deleted row's bytes are overwritten, not left in a free page (``forget``)
+            self._db.execute("PRAGMA secure_delete = ON")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -210,7 +212,16 @@ class SQLiteMemoryStore(SQLStoreBase):
     NEW_ID = ("id, ", "max(coalesce((SELECT max(id) FROM variants), 0), coalesce((SELECT max(variant_id) FROM "
                       "lifecycle WHERE action = 'forget'), 0)) + 1, ")
     finalize = _guarded(SQLStoreBase.finalize)
-    forget = _guarded(SQLStoreBase.forget)
+
+    @_guarded
+    def forget(self, ids: Sequence[int] | None = None, **options) -> list[int]:
+        """``SQLStoreBase.forget``, then the write-ahead log is checkpointed and truncated: the frames of
+        earlier transactions still held the forgotten texts (``secure_delete`` zeroes them in the file).
+        Best effort: a reader holding an old snapshot keeps the log until it lets go."""
+        gone = SQLStoreBase.forget(self, ids, **options)
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return gone
+
     correct = _guarded(SQLStoreBase.correct)
     history = _guarded(SQLStoreBase.history)
     lifecycle_mark = _guarded(SQLStoreBase.lifecycle_mark)

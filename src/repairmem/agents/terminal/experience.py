@@ -54,6 +54,7 @@ from ...types import Attempt, Episode, MemoryVariant
 from .actions import clip
 from .config import ATTEMPTS_FILE, RUN_FILE
 
+EXPERIENCE_FORMAT = 1   # the layout of a verified step as a memory (the table above); run.json records it
 EXPERIENCE = RetrievalConfig("experience", pooled=True, k_pooled=1, type_mode="none", dense_weight=1.0,
                              bm25_weight=0.0, scope="same")
 EXPERIENCE_CROSS_PROJECT = replace(EXPERIENCE, name="experience_cross_project", scope="global")

@@ -4,7 +4,9 @@ Runs (``run_agent``): pass@k with honest bookkeeping. Pass ``p`` attempts, in ta
 the tasks not solved in passes ``< p``; the denominator is always the number of tasks of the run.
 Run folder::
 
-    RUN_DIR/run.json        configuration, task hashes, run id, seed summary (a resume must match)
+    RUN_DIR/run.json        configuration, task hashes, run id, seed summary (a resume must match);
+                            ``experience_format``: the verified steps' layout and store schema the
+                            memory was written in (recorded only: a run.json without it resumes)
     RUN_DIR/attempts.jsonl  one record per finished task attempt (appended and fsynced)
     RUN_DIR/memory.db       rungs with memory: the verified steps (``experience``), on the store
     RUN_DIR/gates/<n>.json  the gated rung: the gate (policy and counters) as of record n
@@ -36,7 +38,7 @@ from .actions import SYSTEM_PROMPT, TOOLS
 from .attempt import run_attempt
 from .config import ATTEMPTS_FILE, LADDER, RUN_FILE, AgentConfig, memory_setting
 from .grounding import grounding
-from .experience import Experience
+from .experience import EXPERIENCE_FORMAT, Experience
 from .hints import Hint, allow_hint
 from .report import agent_report_main
 
@@ -151,7 +153,9 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
                 "tools": list(version.tools if version else TOOLS),
                 "seed": seed_summary, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "sandbox_used": choose_sandbox(config.sandbox), "versions": _package_versions(),
-                "encoder_name": experience.memory.encoder_name if experience is not None else None}
+                "encoder_name": experience.memory.encoder_name if experience is not None else None,
+                "experience_format": None if experience is None else {
+                    "format": EXPERIENCE_FORMAT, "store_schema": experience.memory.schema_version}}
         write_atomic(meta_file, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     records = read_jsonl_lines(attempts_file)
     done = {(r["pass"], r["task_id"]) for r in records}

@@ -1,0 +1,103 @@
+"""``Memory``'s lifecycle verbs: ``forget``, ``correct`` and ``history`` (issue 32, item 5), and the
+namespace binding they and every other verb obey (``Memory.open(namespaces=...)``).
+
+A mixin of ``Memory`` (kept apart so ``memory.py`` holds the recall road): it reads ``_store``,
+``_index`` and ``namespaces`` and writes through the store's one-transaction ``forget``/``correct``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .check import check_int, check_label, check_str
+from .errors import InvalidInputError
+from .secrets import mask_secrets
+from .types import MemoryVariant
+
+
+def _who(reason: Any, actor: Any, verb: str) -> None:
+    """``forget``/``correct``'s ``reason`` (any text) and ``actor`` (a label): kept in the lifecycle log."""
+    check_str(reason, "reason", where=verb)
+    check_label(actor, "actor", where=verb)
+
+
+class Lifecycle:
+    """forget, correct, history and the binding's check, over ``self._store``, ``self._index`` and
+    ``self.namespaces`` (``Memory`` sets them)."""
+
+    namespaces: tuple[str, ...] | None
+
+    def forget(self, memory_id: int | None = None, *, namespace: str | None = None, reason: str = "",
+               actor: str = "python") -> list[int]:
+        """Forget one memory (``memory_id``; with ``namespace`` it must be that namespace's) or every
+        memory of ``namespace``: their texts, vectors, counters and index entries go, one tombstone each
+        stays in the store's lifecycle log (who, when, why), in one transaction. The ids forgotten;
+        an unknown id or a namespace that holds no memory is an error and changes nothing."""
+        if memory_id is None and namespace is None:
+            raise InvalidInputError("forget: give memory_id (one memory) or namespace (all of its memories)")
+        _who(reason, actor, "forget")
+        if namespace is not None:
+            check_label(namespace, "namespace", where="forget")
+        if memory_id is None:
+            self._bound(namespace, "forget")
+            gone = self._store.forget(namespace=namespace, actor=actor, reason=reason)
+        else:
+            check_int(memory_id, "memory_id", low=1, where="forget")
+            self._owned_memory(memory_id, namespace, "forget")
+            gone = self._store.forget([memory_id], actor=actor, reason=reason)
+        self._index.sync()
+        return gone
+
+    def forgettable(self, namespace: str) -> int:
+        """How many memories ``forget(namespace=namespace)`` would delete (the binding checked, nothing
+        written): what the JSON roads show before they forget a whole namespace."""
+        check_label(namespace, "namespace", where="forget")
+        self._bound(namespace, "forget")
+        n = self._store.stats(namespaces=[namespace])["variants"]
+        if not n:
+            raise InvalidInputError(f"forget: namespace {namespace!r} holds no memory")
+        return n
+
+    def correct(self, memory_id: int, fix: str, *, namespace: str | None = None, reason: str = "",
+                actor: str = "python") -> MemoryVariant:
+        """Replace memory ``memory_id``'s fix with ``fix`` (credentials masked, as at record), keeping its
+        provenance and the original in its ``history``; re-embedded in the same transaction. The memory
+        as corrected. With ``namespace`` the memory must be that namespace's."""
+        check_int(memory_id, "memory_id", low=1, where="correct")
+        if not isinstance(fix, str) or not fix.strip():
+            raise InvalidInputError(f"correct: fix must be a non-empty string, got {fix!r}")
+        if namespace is not None:
+            check_label(namespace, "namespace", where="correct")
+        _who(reason, actor, "correct")
+        self._owned_memory(memory_id, namespace, "correct")
+        corrected = self._store.correct(memory_id, mask_secrets(fix), actor=actor, reason=reason)
+        self._index.sync()
+        return corrected
+
+    def history(self, memory_id: int) -> list[dict]:
+        """What happened to a memory after it was recorded (corrections, its forgetting: a forget blanks
+        their fix texts), oldest first; provenance is on the memory (``get``). A bound Memory refuses
+        the history of another namespace's memory, forgotten or not."""
+        check_int(memory_id, "memory_id", low=1, where="history")
+        rows = self._store.history(memory_id)
+        for namespace in dict.fromkeys(r["namespace"] for r in rows):    # no row: nothing to read
+            self._bound(namespace, "history")
+        return rows
+
+    def _owned_memory(self, memory_id: int, namespace: str | None, verb: str) -> MemoryVariant:
+        """The memory ``verb`` acts on; an unknown id, or one of another namespace than ``namespace``, refused."""
+        try:
+            memory = self._store.get([memory_id])[0]
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{verb}: {exc}") from None
+        if namespace is not None and memory.namespace != namespace:
+            raise InvalidInputError(f"{verb}: memory #{memory_id} is in namespace {memory.namespace!r}, not "
+                                    f"{namespace!r}; nothing was changed")
+        self._bound(memory.namespace, verb)
+        return memory
+
+    def _bound(self, namespace: str, verb: str) -> None:
+        """Refuse ``verb`` on ``namespace`` when this Memory is bound to others."""
+        if self.namespaces is not None and namespace not in self.namespaces:
+            raise InvalidInputError(f"{verb}: namespace {namespace!r} is outside this memory's namespaces "
+                                    f"({', '.join(self.namespaces)}); nothing was read or written")
