@@ -117,7 +117,10 @@ class Policy:
     def _validate(self) -> None:
         pass
 
-    def decide(self, x: Sequence[float], *, truth: Sequence[float] | None = None) -> Decision:
+    def decide(self, x: Sequence[float], *, truth: Sequence[float] | None = None,
+               unknown: frozenset[str] = frozenset()) -> Decision:
+        """The action for features ``x``; ``unknown``: the names of features that are 0 for want of
+        evidence (``features.FeatureExtractor.extract_evidence``; only RSCB-MC's override reads them)."""
         raise NotImplementedError
 
     def action_distribution(self, x: Sequence[float]) -> list[float]:
