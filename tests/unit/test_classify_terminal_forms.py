@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from repairmem.classify.terminal import extract_signatures
+from repairmem.classify.terminal import classify_terminal, extract_signatures
 
 ERESOLVE = """npm ERR! code ERESOLVE
 npm ERR! ERESOLVE unable to resolve dependency tree
@@ -67,3 +67,29 @@ def test_two_eresolve_logs_of_one_conflict_name_the_same_package():
     other = ERESOLVE.replace("dashboard@2.4.0", "admin@0.1.0").replace("vue@3.3.4", "vue@3.4.1").replace(
         "vue-chartkick@0.6.1", "vue-slider@2.1.0").replace("vue-chartkick", "vue-slider")
     assert extract_signatures(ERESOLVE).entities == extract_signatures(other).entities == ("package:vue",)
+
+
+@pytest.mark.parametrize("log, family, root", [
+    # a carriage return in a command or interpreter name: CRLF line endings, whatever the symptom
+    ("./deploy.sh: line 4: $'\\r': command not found\n./deploy.sh: line 9: cd: $'/opt/app\\r': No such file or "
+     "directory", "syntax_error", "crlf_line_endings"),
+    ("-bash: ./bootstrap.sh: /bin/bash^M: bad interpreter: No such file or directory",
+     "syntax_error", "crlf_line_endings"),
+    ("-bash: ./bootstrap.sh: /bin/bash: bad interpreter: No such file or directory", "command_not_found", "unknown"),
+    # Docker's RUN step killed by SIGKILL (128 + 9)
+    ("Step 7/12 : RUN npm run build\n ---> Running in 3f2a1b\nThe command '/bin/sh -c npm run build' returned a "
+     "non-zero code: 137", "out_of_memory", "oom_killed"),
+    ("The command '/bin/sh -c pip install -r requirements.txt' returned a non-zero code: 1", "unknown", "unknown"),
+    # make could not execute the recipe's compiler
+    ("cc -O2 -c -o main.o main.c\nmake: cc: No such file or directory\nmake: *** [<builtin>: main.o] Error 127",
+     "command_not_found", "not_installed"),
+    # GPU memory in other frameworks' words
+    ("[09:12:01] src/storage/pooled_storage_manager.h:157: cudaMalloc retry failed: out of memory",
+     "out_of_memory", "gpu_memory"),
+    ("ResourceExhaustedError: Out of memory error on GPU 1. Cannot allocate 2.000000GB memory on GPU 1, "
+     "available memory is only 512.000000MB.", "out_of_memory", "gpu_memory"),
+    ("MemoryError: Cannot allocate 2.0 GiB of memory", "out_of_memory", "allocation_failed"),
+])
+def test_real_message_forms_get_their_cause(log, family, root):
+    d = classify_terminal(log)
+    assert (d.family, d.root_cause) == (family, root), d.rule
