@@ -173,7 +173,8 @@ class Gate:
         counters = (self.ledger.scoped([_memory(c) for c in candidates], namespace)
                     if isinstance(self.ledger, StoreLedger) else self.ledger)
         x, unknown = self.extractor.extract_evidence(profile, candidates, counters=counters)
-        decision = self.policy.decide(x, truth=truth if self.policy.needs_truth else None, unknown=unknown)
+        decision = self.policy.decide(x, truth=truth if self.policy.needs_truth else None,
+                                      **({"unknown": unknown} if self.policy.reads_unknown else {}))
         order = (list(candidates) if self.policy.ordering == "retrieval"
                  else self.extractor.ordered(profile, candidates))
         memories = [_memory(c) for c in order]

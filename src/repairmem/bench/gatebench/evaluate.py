@@ -192,7 +192,7 @@ def decide_frozen(policy: Policy, events: Sequence[Prepared], counters0) -> list
     for p in events:
         x, unknown = ext.extract_evidence(p.profile(0), p.candidates, counters=counters0)
         out.append(policy.decide(x, truth=p.view(policy.ordering).rewards if policy.needs_truth else None,
-                                 unknown=unknown))
+                                 **({"unknown": unknown} if policy.reads_unknown else {})))
     return out
 
 
@@ -341,7 +341,8 @@ def measure_latency(policy: Policy, events: Sequence[Prepared], counters0, *, de
             p, prof = events[i % n], profiles[i % n]
             t0 = time.perf_counter_ns()
             x, unknown = ext.extract_evidence(prof, p.candidates, counters=counters0)
-            policy.decide(x, truth=p.gate.rewards if truth else None, unknown=unknown)
+            policy.decide(x, truth=p.gate.rewards if truth else None,
+                          **({"unknown": unknown} if policy.reads_unknown else {}))
             t1 = time.perf_counter_ns()
             if i >= warmup:
                 times[i - warmup] = t1 - t0

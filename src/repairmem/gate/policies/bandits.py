@@ -59,7 +59,7 @@ class EpsilonGreedy(_MeanBandit):
         _number(self.name, "epsilon", self.epsilon, low=0.0, high=1.0)
         _seed(self.name, self.seed)
 
-    def decide(self, x, *, truth=None, unknown=frozenset()) -> Decision:
+    def decide(self, x, *, truth=None) -> Decision:
         x = _check_x(x)
         allowed = self._feasible(x)
         means = self._means()
@@ -95,7 +95,7 @@ class UCB1(_MeanBandit):
         _number(self.name, "c", self.c, low=0.0)
         _seed(self.name, self.seed)
 
-    def decide(self, x, *, truth=None, unknown=frozenset()) -> Decision:
+    def decide(self, x, *, truth=None) -> Decision:
         x = _check_x(x)
         allowed = self._feasible(x)
         log_t = math.log(max(self.t, 1))
@@ -122,7 +122,7 @@ class _PosteriorSampling:
     def action_distribution(self, x, n: int = 512) -> list[float]:
         return _share(self._draws(_check_x(x), n))
 
-    def decide(self, x, *, truth=None, unknown=frozenset()) -> Decision:
+    def decide(self, x, *, truth=None) -> Decision:
         x = _check_x(x)
         draws = self._draws(x, self.mc_samples)
         first = draws[0].tolist()

@@ -164,7 +164,7 @@ class LinUCB(_Linear):
         super()._validate()
         _number(self.name, "alpha", self.alpha, low=0.0)
 
-    def decide(self, x, *, truth=None, unknown=frozenset()) -> Decision:
+    def decide(self, x, *, truth=None) -> Decision:
         x = _check_x(x)
         allowed = self._feasible(x)
         mean, w2 = self._predict_lists(x)

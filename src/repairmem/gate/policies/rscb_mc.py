@@ -120,6 +120,7 @@ class RSCBMC(_Linear):
     """
 
     name: ClassVar[str] = "rscb_mc"
+    reads_unknown: ClassVar[bool] = True
     saved_without: ClassVar[dict] = {"ask_when_exact": False, "ask_when_cause_agrees": False,
                                      "ask_when_unnamed": False}
     alpha: float = 1.0

@@ -24,7 +24,7 @@ class StaticHybrid(Policy):
     def _validate(self) -> None:
         _seed(self.name, self.seed)
 
-    def decide(self, x, *, truth=None, unknown=frozenset()) -> Decision:
+    def decide(self, x, *, truth=None) -> Decision:
         x = _check_x(x)
         i = ACTION_INDEX[Action.TOP1_RESOLUTION] if x[_COUNT] > 0 else ACTION_INDEX[Action.NO_MEMORY]
         scores = tuple(1.0 if j == i else 0.0 for j in ALL)
@@ -49,7 +49,7 @@ class StaticAbstention(Policy):
         _number(self.name, "min_margin", self.min_margin, low=0.0)
         _seed(self.name, self.seed)
 
-    def decide(self, x, *, truth=None, unknown=frozenset()) -> Decision:
+    def decide(self, x, *, truth=None) -> Decision:
         x = _check_x(x)
         top1 = ACTION_INDEX[Action.TOP1_RESOLUTION]
         abstain = ACTION_INDEX[Action.ABSTAIN]
@@ -70,7 +70,7 @@ class Oracle(Policy):
     def _validate(self) -> None:
         _seed(self.name, self.seed)
 
-    def decide(self, x, *, truth=None, unknown=frozenset()) -> Decision:
+    def decide(self, x, *, truth=None) -> Decision:
         x = _check_x(x)
         if truth is None or len(truth) != N_ACTIONS:
             raise InvalidInputError("oracle: decide() needs truth, the realised reward of each of the 7 actions")
