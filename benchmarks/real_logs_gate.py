@@ -21,11 +21,14 @@ does a memory of a look-alike cause stay out?
    queries (the same-family memories of other causes are still in the store).
 
 The labels are hidden truth: they decide what is stored and score the recalls, and are never passed
-to ``recall`` (which sees the command and the log only). For each recall the result records the
-action, the injected ids, whether the lead injected memory is of the query's group (correct) or of
-another group (false positive), whether the retrieval top-1 is of the query's group (retrieval hit),
-whether the group's memory was among the candidates at all, the diagnosis, the lead features and
-the override checks (from the audit record) and ``why``.
+to ``recall`` (which sees the command and the log only). An open ask counts as asked;
+``asked_by_route`` says whether the override's ask-only routes chose it, rather than a refusal whose
+three non-injecting actions tie in a fresh gate and were split towards asking by float rounding.
+For each recall the result records the action, the injected ids, whether the lead injected
+memory is of the query's group (correct) or of another group (false positive), whether the
+retrieval top-1 is of the query's group (retrieval hit), whether the group's memory was among the
+candidates at all, the diagnosis, the lead features and the override checks (from the audit
+record) and ``why``.
 
 Blame (a heuristic to read the misses and false positives, first match wins):
 ``classifier:query`` when the query's diagnosis is wrong (family or root cause not the label's; for
@@ -99,7 +102,7 @@ LABEL_NOTES: dict[str, str] = {
     "rl-035": "README: pytest itself crashes on attrs convert=; compare rl-114/115",
 }
 LEAD_FEATURES = ("top1_score", "family_confidence", "entity_match_ratio", "command_signature_match",
-                 "path_signature_match", "stack_signature_match")
+                 "path_signature_match", "stack_signature_match", "error_line_match")
 
 
 class CachedEncoder:
@@ -208,6 +211,8 @@ def score(rec: dict, recall, audit: dict, *, kind: str, memories: dict[int, dict
         "asked": asked,
         "asked_correct": asked is not None and group[asked] == g,
         "asked_wrong": asked is not None and group[asked] != g,
+        # the override's ask-only routes (abstain not allowed), not a tie the refused set broke by rounding
+        "asked_by_route": asked is not None and (audit.get("scores") or {}).get("abstain", 0.0) is None,
         "candidates": candidates,
         "retrieval_top1": candidates[0] if candidates else None,
         "retrieval_hit": bool(candidates) and group[candidates[0]] == g,
@@ -293,6 +298,8 @@ def _counts(rows: list[dict]) -> dict:
         "wrong_memory_injected": sum(r["wrong_memory_injected"] for r in rows),
         "asked_correct": sum(r["asked_correct"] for r in rows),
         "asked_wrong": sum(r["asked_wrong"] for r in rows),
+        "asked_correct_by_route": sum(r["asked_correct"] and r["asked_by_route"] for r in rows),
+        "asked_wrong_by_route": sum(r["asked_wrong"] and r["asked_by_route"] for r in rows),
         "injected_or_asked_correct": sum(r["correct_injection"] or r["asked_correct"] for r in rows),
         "not_injected": len(rows) - len(inj),
         "not_injected_by_action": dict(Counter(r["action"] for r in rows if not r["injected"]).most_common()),
@@ -369,7 +376,8 @@ def report(res: dict, data: Path) -> str:
            f"(encoder {res['encoder']}, policy {res['policy']}, fresh gate per query; data {data})", ""]
     headline = (
         ("true match: injected the right memory", _pct(res["true_match_correct_injection"])),
-        ("true match: the right memory asked (open ask)", f"{t['asked_correct']}/{t['n']}"),
+        ("true match: the right memory asked (open ask)", f"{t['asked_correct']}/{t['n']} "
+                                                          f"({t['asked_correct_by_route']} by an ask route)"),
         ("true match: right memory injected or asked", f"{t['injected_or_asked_correct']}/{t['n']}"),
         ("true match: a wrong memory asked", f"{t['asked_wrong']}/{t['n']}"),
         ("true match: injected a wrong memory (lead)", _pct(res["true_match_false_positive"])),
@@ -381,7 +389,9 @@ def report(res: dict, data: Path) -> str:
         ("look-alike (natural): injected (false positive)", _pct(res["natural_lookalike_false_positive"])),
         ("look-alike (held out): injected (false positive)", _pct(res["holdout_false_positive"])),
         ("look-alike (all): false-positive rate", _pct(res["lookalike_false_positive"])),
-        ("look-alike (all): a memory asked (open ask)", f"{lk['asked_wrong'] + h['asked_wrong']}/{lk['n'] + h['n']}"),
+        ("look-alike (all): a memory asked (open ask)", f"{lk['asked_wrong'] + h['asked_wrong']}/{lk['n'] + h['n']} "
+                                                        f"({lk['asked_wrong_by_route'] + h['asked_wrong_by_route']} "
+                                                        "by an ask route)"),
         ("look-alike (all): refused", f"{lk['not_injected'] + h['not_injected']}/{lk['n'] + h['n']} "
                                       f"({_actions(dict(refused))})"),
     )

@@ -115,7 +115,7 @@ def test_gate_injects_true_matches_at_least_as_often_as_today(gate_hashing):
     t = res["true_match"]
     assert t["n"] == 73 and res["lookalike"]["n"] == 3 and res["holdout"]["n"] == 73, shown
     assert t["injected_correct"] >= 31, shown
-    assert t["injected_or_asked_correct"] >= 50, shown     # issue 32: 53 (44 before its ask routes)
+    assert t["injected_or_asked_correct"] >= 51, shown     # issue 32: 54 (44 before its ask routes)
     assert t["retrieval_hit"] >= 43, shown
     assert t["group_in_candidates"] >= 55, shown
 
@@ -138,6 +138,19 @@ def test_gate_recall_rows_are_consistent(gate_hashing):
         assert (r["action"] in ("abstain", "no_memory", "ask_feedback")) or r["injected"], r
 
 
+def test_gate_on_the_heldout_logs_holds_the_issue_32_target():
+    # tests/data/real_logs/heldout.jsonl: tuned on since issue 32 item 2 (its misses were read), so a
+    # floor against regressions, not a clean measurement: 27 of 30 injected or asked, 1 of 39 look-alikes
+    # injected (ho-054: same family and root cause, another fixture)
+    data = real_logs.DEFAULT_DATA.with_name("heldout.jsonl")
+    res = real_logs_gate.evaluate(real_logs.load(data), encoder="hashing", policy="rscb_mc")
+    shown, t = _summary(res), res["true_match"]
+    assert t["n"] == 30 and res["lookalike"]["n"] + res["holdout"]["n"] == 39, shown
+    assert t["injected_or_asked_correct"] >= 24, shown     # the issue's target: 80 % of 30
+    assert t["injected_wrong"] == 0, shown
+    assert res["lookalike"]["injected_wrong"] + res["holdout"]["injected_wrong"] <= 1, shown   # <= 3 % of 39
+
+
 # -- the gate (default encoder) ----------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -147,11 +160,11 @@ def test_gate_with_the_default_encoder_holds_its_floors(records):
     res = real_logs_gate.evaluate(records, encoder="default", policy="rscb_mc")
     shown, t = _summary(res), res["true_match"]
     assert t["injected_correct"] >= 33, shown
-    assert t["injected_or_asked_correct"] >= 55, shown     # issue 32: 58 (45 before its ask routes)
+    assert t["injected_or_asked_correct"] >= 56, shown     # issue 32: 59 (45 before its ask routes)
     assert t["retrieval_hit"] >= 44, shown
     assert t["group_in_candidates"] >= 62, shown
     assert t["injected_wrong"] <= 1, shown
     assert res["lookalike"]["injected_wrong"] <= 1, shown
     assert res["holdout"]["injected_wrong"] <= 3, shown
     assert res["lookalike_false_positive"]["rate"] <= 0.05, shown
-    assert _lookalikes_asked(res) <= 14, shown                # today 11 of 76
+    assert _lookalikes_asked(res) <= 14, shown                # today 12 of 76 (9 by an ask route)

@@ -192,7 +192,8 @@ def _last_frame_in_site_packages(ev: _Evidence) -> bool:
 # The missing command's name, as bash, zsh, command-not-found and dash print it.
 _CNF_NAMES = (re.compile(r"command not found: ([\w.+-]+)"), re.compile(r"([\w.+-]+): command not found"),
               re.compile(r"Command ['\"]([\w.+-]+)['\"] not found"),
-              re.compile(r": ([\w.+-]+): not found\s*$", re.MULTILINE))
+              re.compile(r": ([\w.+-]+): not found\s*$", re.MULTILINE),
+              re.compile(r"^g?make(?:\[\d+\])?: ([\w+-]+(?:\.\d+)*): No such file or directory\s*$", re.MULTILINE))
 _NOT_ON_PATH_WARNING = _rx(r"is installed in ['\"][^'\"\n]+['\"] which is not on PATH")
 # Base tools of the operating system: the package manager installs them into /usr/bin, which is on
 # every PATH and in no virtualenv - when one is not found, it is not installed.

@@ -45,7 +45,8 @@ missing_file          missing_backup_path (missing file with "backup" in its pat
                       (relative path, ``can't open file``, ``./x``); missing_path (any other)
 command_not_found     not_on_path (pip installed the command's package, or warns its script
                       directory is not on PATH); not_installed (a base system tool - make,
-                      gcc, git, curl... - or an install hint); wrong_virtualenv (venv in
+                      gcc, git, curl... - or an install hint; also make's ``make: cc: No such
+                      file or directory``); wrong_virtualenv (venv in
                       sight); unknown
 permission_denied     read_only_filesystem; file_permission (readonly database, quoted path);
                       system_site_packages (pip into the system interpreter, PEP 668);
@@ -54,13 +55,16 @@ permission_denied     read_only_filesystem; file_permission (readonly database, 
                       unknown
 port_in_use           time_wait (TIME_WAIT, SO_REUSEADDR); other_listener (lsof/ss LISTEN, pid,
                       docker "port is already allocated"); unknown (also ``bind ... errno=98``)
-out_of_memory         gpu_memory; heap_limit (JVM / Node heap); oom_killed (OOM killer, or
-                      ``Killed`` / exit 137 / SIGKILL); allocation_failed (MemoryError, ENOMEM)
+out_of_memory         gpu_memory (also ``cudaMalloc failed: out of memory``, ``out of memory
+                      on GPU n``); heap_limit (JVM / Node heap); oom_killed (OOM killer, or
+                      ``Killed`` / exit 137 / SIGKILL, Docker's ``returned a non-zero code:
+                      137``); allocation_failed (MemoryError, ENOMEM)
 disk_full             quota_exceeded; no_space
 syntax_error          python_indentation; wrong_interpreter (``SyntaxError: invalid syntax``
                       with the caret under an f-string: Python 2 or < 3.6 ran it);
                       python_syntax; crlf_line_endings (``$'do\\r'``: the shell read a carriage
-                      return); wrong_shell (the script ran under sh/dash - dash's message
+                      return; also in a command or interpreter name, ``$'\\r': command not
+                      found``, ``bash^M: bad interpreter``, whatever the symptom); wrong_shell (the script ran under sh/dash - dash's message
                       format or ``sh x.sh`` - and the error is a bash-only construct: ``(``,
                       ``< <(``, ``[[``); shell_syntax; sql_syntax; unknown (also a shell
                       syntax error under sh without a bashism: CRLF, bashism or a real error)
@@ -89,7 +93,7 @@ root cause come before those that are usually consequences (a failing test, a ti
    ``module.relative_import``, ``module.src_prefix``, ``module.pythonpath_cue``,
    ``module.first_party``, ``module.first_party_path``, ``module.generic``
 5. ``import.cannot_import_name``
-6. syntax: ``syntax.indentation``, ``syntax.crlf``, ``syntax.bash_under_sh``,
+6. syntax: ``syntax.indentation``, ``syntax.crlf``, ``syntax.crlf_name``, ``syntax.bash_under_sh``,
    ``syntax.shell_under_sh``, ``syntax.shell``, ``syntax.sql``,
    ``syntax.python_fstring_old_interpreter``, ``syntax.python``, ``syntax.generic``
 7. config: ``config.configparser``, ``config.no_section``, ``config.pathish_key``,
@@ -251,8 +255,10 @@ _DISK = _rx(r"No space left on device|\bENOSPC\b|\[Errno 28\]|database or disk i
             r"Disk quota exceeded|\bEDQUOT\b|\[Errno 122\]")
 _QUOTA = _rx(r"quota|\bEDQUOT\b|\[Errno 122\]")
 
+# ...and as other frameworks phrase it: CUDA's allocator failing, "out of memory (error) on GPU n".
 _OOM_GPU = _rx(r"CUDA out of memory|torch\.cuda\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
-               r"out of memory on device|RESOURCE_EXHAUSTED: OOM")
+               r"out of memory on device|RESOURCE_EXHAUSTED: OOM|\bcuda\w*Malloc\w*(?: retry)? failed: out of memory|"
+               r"out of memory(?: error)? on GPU\b")
 _OOM_HEAP = _rx(r"java\.lang\.OutOfMemoryError|JavaScript heap out of memory|Reached heap limit")
 _OOM_KILLER = _rx(r"oom-kill|Out of memory: Kill(?:ed)? process|\bOOMKilled\b|invoked oom-killer|oom_reaper")
 _MEMORY_ERROR = re.compile(r"\bMemoryError\b|_ArrayMemoryError|Unable to allocate [\d.]+ [KMGT]i?B|"
@@ -260,7 +266,8 @@ _MEMORY_ERROR = re.compile(r"\bMemoryError\b|_ArrayMemoryError|Unable to allocat
                            re.IGNORECASE)
 # Exit 137 = 128 + SIGKILL: without the kernel's own words it is most often the OOM killer.
 _KILLED = re.compile(r"^[ \t]*Killed(?::[ \t]*9)?[ \t]*$|\b\d+ Killed\s|exit (?:code|status):? 137\b|status 137\b|"
-                     r"returned non-zero exit status (?:137|-9)\b|\bSIGKILL\b|Exited \(137\)",
+                     r"returned non-zero exit status (?:137|-9)\b|\bSIGKILL\b|Exited \(137\)|"
+                     r"returned a non-zero code:? 137\b",
                      re.MULTILINE)
 
 _PORT = _rx(r"Address already in use|\bEADDRINUSE\b|\[Errno (?:98|48|10048)\]|port is already allocated|"
@@ -272,7 +279,8 @@ _LISTENER = _rx(r"(?-i:\bLISTEN\b)|\blsof\b|\bss -|\bnetstat\b|already running|a
 
 _CNF = re.compile(r"command not found|Command ['\"][\w.+-]+['\"] not found|^\S*sh: (?:\d+: )?[\w./-]+: not found\s*$|"
                   r"is not recognized as an internal or external command|bad interpreter: No such file|"
-                  r"^/usr/bin/env: \S+: No such file or directory|executable file not found in \$PATH",
+                  r"^/usr/bin/env: \S+: No such file or directory|executable file not found in \$PATH|"
+                  r"^g?make(?:\[\d+\])?: [\w+-]+(?:\.\d+)*: No such file or directory\s*$",
                   re.MULTILINE)
 _SUBPROCESS_MISSING_PROGRAM = re.compile(r"No such file or directory: ['\"][A-Za-z][\w-]*['\"]")
 _SUBPROCESS = re.compile(r"\bsubprocess\b|_execute_child|\bPopen\b")
@@ -402,6 +410,9 @@ RULES: tuple[Rule, ...] = (
     _r("syntax.indentation", "syntax_error", "python_indentation", 0.9, _INDENTATION),
     # A shell syntax error is the script's own only when the script's text and its shell are right.
     _r("syntax.crlf", "syntax_error", "crlf_line_endings", 0.9, _SHELL_SYNTAX, _CRLF),
+    # A carriage return read as part of a command or interpreter name (``$'\\r': command not
+    # found``, ``/bin/bash^M: bad interpreter``): the script has CRLF line endings, whatever the symptom.
+    _r("syntax.crlf_name", "syntax_error", "crlf_line_endings", 0.85, _CRLF),
     _r("syntax.bash_under_sh", "syntax_error", "wrong_shell", 0.8, _SHELL_SYNTAX, _RUN_BY_SH, _BASHISM),
     _r("syntax.shell_under_sh", "syntax_error", "unknown", 0.5, _SHELL_SYNTAX, _RUN_BY_SH),
     _r("syntax.shell", "syntax_error", "shell_syntax", 0.85, _SHELL_SYNTAX),

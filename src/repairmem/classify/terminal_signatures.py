@@ -4,7 +4,8 @@ A diagnosis carries (and ``extract_signatures`` returns) a normalised command si
 normalised paths, a stack signature and typed entities (``kind:value``, e.g. ``module:yaml``,
 ``table:users``, ``key:backup_dir``, ``port:8000``, ``package:urllib3==2.0.4``,
 ``env:PYTHONPATH``, ``test:tests/test_x.py::test_y``, ``program:pytest``, ``revision:ae10``,
-``host:pypi.org``, ``symbol:name``, ``column:users.email``, ``section:db``), and the single most
+``host:pypi.org``, ``symbol:name``, ``column:users.email``, ``section:db``, ``fixture:mocker``,
+``socket:/var/run/docker.sock``; npm's ``package:react``, Node's ``module:express``), and the single most
 informative error line. Logs longer than ``MAX_LOG_CHARS`` are read from their tail, where the
 final error is.
 
@@ -285,6 +286,24 @@ _ENTITY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("program", re.compile(r"command not found: ([\w.+-]+)")),
     ("program", re.compile(r"Command ['\"]([\w.+-]+)['\"] not found")),
     ("program", re.compile(r"^/usr/bin/env: ['‘\"]?([\w.+-]+)['’\"]?: No such file", re.MULTILINE)),
+    # bash/sh/sudo name the missing program before the message ("-bash: x: command not found",
+    # "sudo: x: ...", a bare "x: command not found"); make names the recipe program it cannot run.
+    ("program", re.compile(r"^[ \t]*(?:[\w./-]+: )?(?:line \d+: )?([\w.+-]+): command not found(?!:)", re.MULTILINE)),
+    ("program", re.compile(r"^g?make(?:\[\d+\])?: ([\w+-]+(?:\.\d+)*): No such file or directory", re.MULTILINE)),
+    # npm: the package whose versions conflict (ERESOLVE's "Found:" / "peer NAME@range" /
+    # "Conflicting peer dependency:", named without its version: the instances differ in it), the
+    # package a 404 or notarget names; Node's "Cannot find module/package 'x'" (not a path).
+    ("package", re.compile(r"^npm (?:ERR!|error|warn|WARN)[ \t]+(?:Found:|peer(?:Optional)?|Conflicting peer "
+                           r"dependency:)[ \t]+(@?[\w.-]+(?:/[\w.-]+)?)@", re.MULTILINE)),
+    ("package", re.compile(r"^npm (?:ERR!|error) (?:404[ \t]+['\"]|notarget No matching version found for )"
+                           r"(@?[\w.-]+(?:/[\w.-]+)?)@", re.MULTILINE)),
+    ("module", re.compile(r"Cannot find (?:module|package) ['\"]((?:@[\w.-]+/)?[\w][\w.-]*)(?:/[^'\"\n]*)?['\"]")),
+    # a bound address as Python's socket prints it, ('0.0.0.0', 80); Node's "listen EADDRINUSE :::3000"
+    ("port", re.compile(r"\(['\"][\w.:-]*['\"],\s*(\d{2,5})\)")),
+    ("port", re.compile(r"\blisten E[A-Z]+\b[^\n]*?:(\d{2,5})[ \t]*$", re.MULTILINE)),
+    ("fixture", re.compile(r"fixture ['\"]([\w-]+)['\"] not found")),
+    # the daemon's socket a client could not reach (docker, containerd, a database's local socket)
+    ("socket", re.compile(r"(?:unix://|dial unix )(/[\w./-]+?\.sock)\b")),
     ("revision", re.compile(r"Running upgrade (?:(\w+) )?-> \w+")),
     ("revision", re.compile(r"Running upgrade (?:\w+ )?-> (\w+)")),
     ("revision", re.compile(r"Can't locate revision identified by ['\"](\w+)['\"]")),

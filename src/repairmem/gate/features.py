@@ -72,6 +72,15 @@ lead_question_similarity is the instruction's cosine with the lead's task, and l
 1, so RSCB-MC's evidence is context + instruction similarity and its structural check is the
 namespace check (``policies.rscb_mc``).
 
+Unknown evidence (``FeatureExtractor.extract_evidence``). A Jaccard of 0 cannot tell "neither log
+names anything" from "they name different things", nor family_confidence 0 "the diagnoses name
+different causes" from "one of them is unknown". For a terminal failure led by a transition the
+gate therefore also hands the policy the names of the lead's features that are 0 for want of
+evidence: ``family_confidence`` when neither diagnosis names a known cause that the other
+contradicts (``unknown`` on either side), ``entity_match_ratio`` when neither log names an entity,
+``command_signature_match`` when either side has no command. The features themselves are
+unchanged (the learned models read the same numbers); only RSCB-MC's override reads the names.
+
 Features 0-15 are the review's sixteen; 16-21 are ours. A caller that gives no step, namespace
 or similarity (the terminal gate, the gate benchmark) leaves 18-21 at 0, so models learned on
 18 features are unchanged on them. An answer memory, when retrieved, leads (its question is the
@@ -234,6 +243,16 @@ def agreement(memory: MemoryVariant, family: str, root_cause: str) -> float:
     return _agree(memory.failure_type, memory.root_cause or memory.failure_subtype, family, root_cause)
 
 
+def _contrary(family: str, root_cause: str, memory_family: str, root: str) -> bool:
+    """Do the two diagnoses name different known causes (another family, or another known root
+    cause of the same one)? A diagnosis that is ``unknown`` on either side contradicts nothing."""
+    if family == "unknown" or memory_family == "unknown":
+        return False
+    if family != memory_family:
+        return True
+    return bool(root and root_cause) and root != root_cause and "unknown" not in (root, root_cause)
+
+
 def _agree(memory_family: str, root: str, family: str, root_cause: str) -> float:
     if memory_family != family:
         return 0.0
@@ -349,6 +368,28 @@ class FeatureExtractor:
     def extract(self, profile: QueryProfile, candidates: Sequence, *,
                 counters: Mapping[int, Counters] | None = None) -> list[float]:
         """``candidates``: ``Scored`` objects (retrieval rank order) or (memory, score) pairs."""
+        return self._extract(profile, candidates, counters)[0]
+
+    def extract_evidence(self, profile: QueryProfile, candidates: Sequence, *,
+                         counters: Mapping[int, Counters] | None = None) -> tuple[list[float], frozenset[str]]:
+        """(``extract``'s features, the names of the lead's features that are 0 for want of evidence
+        rather than by disagreement: module doc, "Unknown evidence")."""
+        x, entry = self._extract(profile, candidates, counters)
+        if entry is None or profile.kind != "terminal" or x[21] > 0:
+            return x, frozenset()
+        family, root, m_cmd, _, _, m_ent, _ = entry
+        q_cmd, _, _, q_ent, _ = self._query_sets(profile)
+        unknown = []
+        if not _contrary(profile.family, profile.root_cause, family, root):
+            unknown.append("family_confidence")
+        if not q_ent and not m_ent:
+            unknown.append("entity_match_ratio")
+        if not q_cmd or not m_cmd:
+            unknown.append("command_signature_match")
+        return x, frozenset(unknown)
+
+    def _extract(self, profile: QueryProfile, candidates: Sequence,
+                 counters: Mapping[int, Counters] | None) -> tuple[list[float], tuple | None]:
         n = len(candidates)
         budget = float(min(profile.token_budget, MAX_BUDGET))
         rejections = float(min(profile.session_rejections, MAX_REJECTIONS))
@@ -356,7 +397,7 @@ class FeatureExtractor:
         if n == 0:
             return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, rejections,
                     ACCEPT_PRIOR[0] / ACCEPT_PRIOR[1], FP_PRIOR[0] / FP_PRIOR[1], 0.0, 0.0, budget, 0.0, 0.0,
-                    step, 0.0, 0.0, 0.0]
+                    step, 0.0, 0.0, 0.0], None
         if isinstance(candidates[0], tuple):
             memories = [c[0] for c in candidates]
             scores = [float(c[1]) for c in candidates]
@@ -403,7 +444,7 @@ class FeatureExtractor:
             self.missing_share(profile, memory), j[3],
             step, float(bool(profile.namespace) and memory.namespace == profile.namespace),
             max(-1.0, min(1.0, float(similarity))), float(profile.by_task or memory.failure_type == ANSWER),
-        ]
+        ], entry
 
 
 def extract_features(profile: QueryProfile, candidates: Sequence, *,

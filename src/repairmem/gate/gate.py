@@ -188,8 +188,9 @@ class Gate:
         profile = replace(profile, session_rejections=self.sessions.get(session, 0))
         counters = (self.ledger.scoped([_memory(c) for c in candidates], namespace)
                     if isinstance(self.ledger, StoreLedger) else self.ledger)
-        x = self.extractor.extract(profile, candidates, counters=counters)
-        decision = self.policy.decide(x, truth=truth if self.policy.needs_truth else None)
+        x, unknown = self.extractor.extract_evidence(profile, candidates, counters=counters)
+        decision = self.policy.decide(x, truth=truth if self.policy.needs_truth else None,
+                                      **({"unknown": unknown} if self.policy.reads_unknown else {}))
         order = (list(candidates) if self.policy.ordering == "retrieval"
                  else self.extractor.ordered(profile, candidates))
         memories = [_memory(c) for c in order]

@@ -188,8 +188,12 @@ def _mean_over(seeds: list[dict[str, float]]) -> dict[str, float]:
 
 def decide_frozen(policy: Policy, events: Sequence[Prepared], counters0) -> list[Decision]:
     ext = FeatureExtractor()
-    return [policy.decide(ext.extract(p.profile(0), p.candidates, counters=counters0),
-                          truth=p.view(policy.ordering).rewards if policy.needs_truth else None) for p in events]
+    out = []
+    for p in events:
+        x, unknown = ext.extract_evidence(p.profile(0), p.candidates, counters=counters0)
+        out.append(policy.decide(x, truth=p.view(policy.ordering).rewards if policy.needs_truth else None,
+                                 **({"unknown": unknown} if policy.reads_unknown else {})))
+    return out
 
 
 def _dcg(grades: Sequence[int]) -> float:
@@ -336,8 +340,9 @@ def measure_latency(policy: Policy, events: Sequence[Prepared], counters0, *, de
         for i in range(warmup + decisions):
             p, prof = events[i % n], profiles[i % n]
             t0 = time.perf_counter_ns()
-            x = ext.extract(prof, p.candidates, counters=counters0)
-            policy.decide(x, truth=p.gate.rewards if truth else None)
+            x, unknown = ext.extract_evidence(prof, p.candidates, counters=counters0)
+            policy.decide(x, truth=p.gate.rewards if truth else None,
+                          **({"unknown": unknown} if policy.reads_unknown else {}))
             t1 = time.perf_counter_ns()
             if i >= warmup:
                 times[i - warmup] = t1 - t0

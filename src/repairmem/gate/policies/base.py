@@ -101,6 +101,7 @@ class Policy:
 
     name: ClassVar[str] = "policy"
     needs_truth: ClassVar[bool] = False
+    reads_unknown: ClassVar[bool] = False    # decide() takes ``unknown=`` (RSCB-MC's override)
     ordering: ClassVar[str] = "evidence"     # which candidate order its payloads follow (see features)
     _state_keys: ClassVar[tuple[str, ...]] = ()
     # parameters added later, with the value that reproduces a state saved before they existed
@@ -118,6 +119,8 @@ class Policy:
         pass
 
     def decide(self, x: Sequence[float], *, truth: Sequence[float] | None = None) -> Decision:
+        """The action for features ``x``. A policy with ``reads_unknown`` also takes ``unknown=``: the
+        names of features that are 0 for want of evidence (``FeatureExtractor.extract_evidence``)."""
         raise NotImplementedError
 
     def action_distribution(self, x: Sequence[float]) -> list[float]:

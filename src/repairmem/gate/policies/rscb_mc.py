@@ -73,9 +73,9 @@ class RSCBMC(_Linear):
     features and is off in the ``contextual=False`` ablation, which it would otherwise undo.
 
     When the override fires, RSCB-MC asks (``ask_feedback`` is the only allowed action: the lead
-    memory goes back to the caller as an open ask, nothing is injected) instead of refusing in three
+    memory goes back to the caller as an open ask, nothing is injected) instead of refusing in four
     cases, and refuses in every other (the three non-injecting actions are left to the learned
-    scores). All three need ``ask_when_uncertain``; in each, part of the evidence names the memory
+    scores). All four need ``ask_when_uncertain``; in each, part of the evidence names the memory
     and the rest is missing rather than contrary, so the worst a look-alike gets is a question:
 
     - uncertain (the family check is the only one that fires and family_confidence > 0): the
@@ -89,19 +89,28 @@ class RSCBMC(_Linear):
       names none). The command is not required: many real logs show none, and a Jaccard of 0 cannot
       tell "no command" from "another command"; a shared command alone (``pytest``, ``pip
       install``) is common to look-alikes, so it does not stand in for the entities;
+    - unnamed (``ask_when_unnamed``; the family check is the only one that fires and
+      family_confidence = 0): the error line agrees (>= ``min_error_line_match``) and there is
+      nothing else to compare - neither log names an entity, the diagnoses do not contradict each
+      other (one is ``unknown``), and the commands share a token or one side has none. These are
+      *unknown* evidence, not disagreement (``decide``'s ``unknown``, ``features`` "Unknown
+      evidence"): an exact repeat of a failure the classifier cannot name. A look-alike whose
+      diagnosis names another cause, that names another thing, or that ran another program is
+      still refused;
     - known cause (``ask_when_cause_agrees``; the structural check is the only one that fires):
       the classifier gives query and memory the same known family and root cause with confidence
       (family_confidence >= ``min_family_confidence``), but the two instances share no command,
       path, stack, entity or message (a full disk, a refused connection: the cause's fix applies,
       and the caller can check it).
 
-    A family_confidence of 0 without the exact evidence (the lead memory belongs to another family
-    or cause: the look-alike), and every other check, refuse. (Why not inject: waiving the family
-    check on structure raised look-alike injections from 1 to 8 of 73 on the real-log dev set;
-    what each route is worth: ``docs/results.md``.) The SQL methods switch the exact and known-cause
-    routes off (``agents.sql_repair.SQL_RSCB_PARAMS``): a SQL memory that shares no table, column or
-    literal is from another database. A state saved before the two switches existed loads with
-    them off (``saved_without``), so a resumed run decides as it began.
+    A family_confidence of 0 without the exact or unnamed evidence (the lead memory belongs to
+    another family or cause: the look-alike), and every other check, refuse. (Why not inject:
+    waiving the family check on structure raised look-alike injections from 1 to 8 of 73 on the
+    real-log dev set; what each route is worth: ``docs/results.md``.) The SQL methods switch the
+    exact and known-cause routes off (``agents.sql_repair.SQL_RSCB_PARAMS``): a SQL memory that
+    shares no table, column or literal is from another database; the unnamed route never fires for
+    SQL (the gate names unknown evidence for terminal failures only). A state saved before the
+    switches existed loads with them off (``saved_without``), so a resumed run decides as it began.
 
     Checks on masked features (ablations) are skipped. With ``epsilon`` > 0 the policy explores
     uniformly among the *allowed* actions (never past the override); the propensity is exact.
@@ -111,7 +120,9 @@ class RSCBMC(_Linear):
     """
 
     name: ClassVar[str] = "rscb_mc"
-    saved_without: ClassVar[dict] = {"ask_when_exact": False, "ask_when_cause_agrees": False}
+    reads_unknown: ClassVar[bool] = True
+    saved_without: ClassVar[dict] = {"ask_when_exact": False, "ask_when_cause_agrees": False,
+                                     "ask_when_unnamed": False}
     alpha: float = 1.0
     mu: float = 2.0
     kappa: float = 0.0
@@ -132,6 +143,7 @@ class RSCBMC(_Linear):
     ask_when_uncertain: bool = True
     ask_when_exact: bool = True
     ask_when_cause_agrees: bool = True
+    ask_when_unnamed: bool = True
     contextual: bool = True
     seed: int = 0
 
@@ -151,8 +163,7 @@ class RSCBMC(_Linear):
         _number(self.name, "prior_count", self.prior_count, low=0.0)
         check_int(self.max_session_rejections, "max_session_rejections", low=1, where=self.name)
         for key in ("allow_abstention", "use_override", "ask_when_uncertain", "ask_when_exact",
-                    "ask_when_cause_agrees",
-                    "contextual"):
+                    "ask_when_cause_agrees", "ask_when_unnamed", "contextual"):
             check_bool(getattr(self, key), key, where=self.name)
 
     def _init_state(self) -> None:
@@ -167,6 +178,7 @@ class RSCBMC(_Linear):
                                                 "error_line_match") if INDEX[k] not in m)
         self._err = INDEX["error_line_match"] if INDEX["error_line_match"] not in m else None
         self._ent = INDEX["entity_match_ratio"] if INDEX["entity_match_ratio"] not in m else None
+        self._cmd = INDEX["command_signature_match"] if INDEX["command_signature_match"] not in m else None
         self._struct = tuple(INDEX[k] for k in ("command_signature_match", "path_signature_match",
                                                  "stack_signature_match") if INDEX[k] not in m)
         self._check_fp = INDEX["historical_false_positive_rate"] not in m
@@ -210,18 +222,22 @@ class RSCBMC(_Linear):
             flags |= 16
         return flags
 
-    def _asks(self, x: Sequence[float], flags: int) -> bool:
-        """Does the override ask rather than refuse? (class doc: uncertain, exact, known cause)"""
+    def _asks(self, x: Sequence[float], flags: int, unknown: frozenset) -> bool:
+        """Does the override ask rather than refuse? (class doc: uncertain, exact, unnamed, known cause)"""
         if not self.ask_when_uncertain:
             return False
         if flags == 1:
             if x[5] > 0:
                 return True
-            return self.ask_when_exact and self._err is not None and self._ent is not None and (
-                x[self._err] >= self.min_error_line_match and x[self._ent] >= self.min_entity_match)
+            if self._err is None or x[self._err] < self.min_error_line_match:
+                return False
+            if self.ask_when_exact and self._ent is not None and x[self._ent] >= self.min_entity_match:
+                return True
+            return (self.ask_when_unnamed and "family_confidence" in unknown and "entity_match_ratio" in unknown
+                    and (self._cmd is None or x[self._cmd] > 0 or "command_signature_match" in unknown))
         return flags == 2 and self._check_family and self.ask_when_cause_agrees
 
-    def decide(self, x, *, truth=None) -> Decision:
+    def decide(self, x, *, truth=None, unknown=frozenset()) -> Decision:
         x = _check_x(x)
         flags = 0
         if x[_COUNT] <= 0:
@@ -231,7 +247,7 @@ class RSCBMC(_Linear):
         else:
             if self.use_override:
                 flags = self.override_flags(x)
-            allowed = ALL if not flags else _ASK_ONLY if self._asks(x, flags) else _SAFE_IDX
+            allowed = ALL if not flags else _ASK_ONLY if self._asks(x, flags, unknown) else _SAFE_IDX
         mean_risk, w2 = self._predict_lists(x)
         cost = self.lambda_cost * (self._lat_w * x[self._lat] + self._tok_w * x[self._tok])
         alpha, mu, kappa = self.alpha, self.mu, self.kappa
