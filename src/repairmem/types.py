@@ -20,11 +20,12 @@ from .errors import InvalidInputError
 FORMAT_VERSION = 3
 KINDS = ("sql", "terminal")     # what a memory or an episode is about: a SQL query or a terminal task
 # What ``MemoryVariant.signatures`` may hold, with each value's type: a terminal log's signatures
-# (``gate.features.signature_memory_dict``), the terminal agent's step coordinates and what the step
-# established (one line). A reference answer has no key here, so it cannot enter a store through them.
+# (``gate.features.signature_memory_dict``), the terminal agent's step coordinates, what the step
+# established (one line) and the useful part of its command. A reference answer has no key here,
+# so it cannot enter a store through them.
 SIGNATURE_FIELDS: Mapping[str, type] = MappingProxyType({
     "command": str, "error_line": str, "paths": list, "stack": list, "entities": list,
-    "run": str, "task": str, "step": int, "established": str})
+    "run": str, "task": str, "step": int, "established": str, "useful": str})
 
 
 class Outcome(StrEnum):

@@ -17,8 +17,9 @@ before, after   the previous command, the command taken
 error           the command's output (clipped)
 namespace       the task's project (``TaskSpec.project``; records before it: the family)
 failure_type    the classifier's family of the observation (its root cause, signatures)
-signatures      the classifier's signatures, plus ``step``, ``run``, ``task`` and
-                ``established`` (what the step established, one line)
+signatures      the classifier's signatures, plus ``step``, ``run``, ``task``,
+                ``established`` (what the step established, one line) and, when it is
+                not the whole command, ``useful`` (the part a hint shows; ``archived_steps``)
 provenance      episode ``RUN/TASK/pPASS#tSTEP``, query = the task, position = the record's
 ==============  =================================================================
 
@@ -38,7 +39,6 @@ run's records in order, so a resumed run sees exactly what the uninterrupted run
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,8 @@ from ...memory import Memory, Recall
 from ...types import Attempt, Episode, MemoryVariant
 from .actions import clip
 from .config import ATTEMPTS_FILE, RUN_FILE
+from .grounding import failure_tail
+from .useful import instruction_paths, names, shell_words, useful_command
 
 EXPERIENCE_FORMAT = 1   # the layout of a verified step as a memory (the table above); run.json records it
 EXPERIENCE = RetrievalConfig("experience", pooled=True, k_pooled=1, type_mode="none", dense_weight=1.0,
@@ -118,6 +120,7 @@ class ExperienceStep:
     project: str = ""
     established: str = ""
     previous: str = ""
+    useful: str = ""            # the part of ``command`` worth showing (``useful.useful_command``); '' = all of it
 
     def key_text(self) -> str:
         return f"{self.reasoning}\n{self.context}".strip() or self.goal
@@ -157,12 +160,7 @@ def _last_line(observation: str) -> str:
 
 def _names(command: str, path: str) -> bool:
     """Whether ``command`` names the workspace path ``path`` (as a word, ``./`` or a folder before it)."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    return any(w.removeprefix("./") == path or (len(w) > 2 and path.endswith("/" + w.removeprefix("./")))
-               for w in words)
+    return names(shell_words(command) or command.split(), path)
 
 
 def archived_steps(record: dict, run_id: str) -> list[ExperienceStep]:
@@ -180,6 +178,15 @@ def archived_steps(record: dict, run_id: str) -> list[ExperienceStep]:
       (established: "checked: LAST OUTPUT LINE").
 
     Records without effects (before issue 33) keep every successful command ("succeeded: ...").
+
+    Each kept step also says which part of its command was useful (``useful``, shown as the hint's
+    "Useful next command"): of a compound command (``&&``, ``||``, ``;``), a part that re-does an
+    edit of a path this step did not change (writes it, or names it and ran word for word in an
+    earlier step that changed it) is dropped when an earlier step of the attempt already changed
+    that path, or, leading the command, when the path is named in the instruction and changed by
+    the attempt while this step changed other files. A part naming a path the step changed or read
+    stays; when every part would go, the command stays whole (``useful`` module doc). Records
+    without effects keep their commands whole.
     """
     steps = {s.step: s for s in steps_from_record(record, run_id)}
     ok = [s for s in record.get("steps") or [] if s.get("action") == "command" and _succeeded(s)]
@@ -192,17 +199,27 @@ def archived_steps(record: dict, run_id: str) -> list[ExperienceStep]:
     kept: dict[int, str] = {t: "changed " + ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)"
                                                                   if len(paths) > 3 else "")
                             for t, paths in edits.items()}
+    reads: dict[int, list[str]] = {}
     for s in ok:
         later = [t for t in edits if t > s["t"]]
         if s["changed"] or not later:
             continue
-        named = [p for p in edits[min(later)] if _names(s["command"], p)]
-        if named:
-            kept[s["t"]] = "read " + ", ".join(named[:3])
+        reads[s["t"]] = [p for p in edits[min(later)] if _names(s["command"], p)]
+        if reads[s["t"]]:
+            kept[s["t"]] = "read " + ", ".join(reads[s["t"]][:3])
     last = ok[-1] if ok else None
     if last is not None and not last["changed"] and last["t"] > max(edits, default=-1) and edits:
         kept[last["t"]] = f"checked: {_last_line(last.get('observation', ''))}"
-    return [replace(steps[t], established=fact) for t, fact in sorted(kept.items())]
+    ran = [(s["t"], s["command"], s["changed"]) for s in record["steps"]
+           if s.get("action") == "command" and isinstance(s.get("changed"), list)]
+    own = instruction_paths(record.get("instruction", ""), final)
+    out = []
+    for t, fact in sorted(kept.items()):
+        command, changed = steps[t].command, next(c for u, _, c in ran if u == t)
+        useful = useful_command(command, changed=changed, kept_paths={*changed, *reads.get(t, ())},
+                                earlier=[(c, paths) for u, c, paths in ran if u < t], own=own)
+        out.append(replace(steps[t], established=fact, useful="" if useful == command else useful))
+    return out
 
 
 def step_memory(step: ExperienceStep, previous: str, namespace: str, position: int,
@@ -214,6 +231,8 @@ def step_memory(step: ExperienceStep, previous: str, namespace: str, position: i
                       attempts=(Attempt(step.command, "CORRECT"),), method="terminal-agent", kind="terminal",
                       finalized=True)
     extra = {"established": step.established} if step.established else {}
+    if step.useful:
+        extra["useful"] = step.useful
     memory = MemoryVariant(
         kind="terminal", polarity="+", namespace=namespace, failure_type=fields["failure_type"],
         root_cause=fields["root_cause"], question=step.goal, before=previous, after=step.command, outcome="CORRECT",
@@ -227,7 +246,8 @@ def _view(memory: MemoryVariant) -> ExperienceStep:
     return ExperienceStep(run_id=str(s.get("run", "")), task_id=str(s.get("task", "")), goal=memory.question,
                           step=int(s.get("step", 0)), context=memory.failure_context, reasoning=memory.context,
                           command=memory.after, output=memory.error, memory_id=memory.id, project=memory.namespace,
-                          established=str(s.get("established", "")), previous=memory.before)
+                          established=str(s.get("established", "")), previous=memory.before,
+                          useful=str(s.get("useful", "")))
 
 
 @dataclass(frozen=True)
@@ -354,21 +374,35 @@ class Experience:
 ADAPT = "Adapt it to this task; do not copy it: this task's files, names and values differ."
 
 
+def hint_context(context: str) -> str:
+    """The observation a step acted on, as a hint shows it: the loop's refusal after a failed
+    command ("Not finished: your last command failed ...", ``grounding.failure_message``) quotes
+    that command, often the source task's literal edit, so only how it ended and its last lines
+    (the check's message) are shown; any other observation as it is."""
+    failed = failure_tail(context)
+    return f"The previous command {failed[0]}; its last lines: {failed[1]}" if failed else context
+
+
 def render_hint_body(step: ExperienceStep, representation: str, experience: Experience | None = None, *,
                      project: str | None = None) -> str:
     """The hint's body in one of the ladder's representations (compact, full step, local window).
 
     The compact hint is the seed's plain format with the step's project named (and said to be
     another project when it is not ``project``, the current task's), the fact the step
-    established in one line, and the instruction to adapt it, not copy it."""
+    established in one line, the useful part of its command (``archived_steps``: not the parts
+    that re-did the source task's own edit), the context without a quoted command
+    (``hint_context``), and the instruction to adapt it, not copy it. The similar task's goal is
+    shown whole (clipped): in the bundled suites its first sentence is the literal edit itself
+    and the rest names the check that reveals the fact, so a first sentence would keep the values
+    to be adapted and lose the part the hint is about."""
     if representation == "compact":
         where = step.project or "unknown"
         if project is not None and step.project != project:
             where = f"{where}, another project: its files and commands may not exist here"
         fact = f"\n  Established: {clip(step.established, FACT_CHARS, one_line=True)}" if step.established else ""
         return (f"- Similar task (project {where}): {clip(step.goal, 200, one_line=True)}\n"
-                f"  Context: {clip(step.context, 300, one_line=True)}{fact}\n"
-                f"  Useful next command: {step.command}\n"
+                f"  Context: {clip(hint_context(step.context), 300, one_line=True)}{fact}\n"
+                f"  Useful next command: {step.useful or step.command}\n"
                 f"  {ADAPT}")
     if representation == "full_step":
         return (f"Task: {clip(step.goal, 600)}\nContext: {clip(step.context, 800)}\n"

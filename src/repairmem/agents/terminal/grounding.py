@@ -345,6 +345,7 @@ def finish_check(workdir: Path, expects: tuple[str, ...]) -> tuple[str, list[str
 
 
 FAILURE_TAIL_LINES = 4
+FAILURE_END = "The task is not done while it fails. Do what its output asks, then run it again."
 
 
 def failure_message(command: str, exit_code: int | None, output: str, timed_out: bool) -> str:
@@ -353,7 +354,22 @@ def failure_message(command: str, exit_code: int | None, output: str, timed_out:
     tail = "\n".join((output or "").strip().splitlines()[-FAILURE_TAIL_LINES:]) or "(no output)"
     return (f"Not finished: your last command {how}:\n{untrusted(clip(command, 300), own_turn=True)}\n"
             f"Its last lines:\n{untrusted(tail, own_turn=True)}\n"
-            "The task is not done while it fails. Do what its output asks, then run it again.")
+            f"{FAILURE_END}")
+
+
+_FAILURE_HEAD = re.compile(r"Not finished: your last command (timed out|failed \(exit code [^)\n]*\)):\n")
+_FAILURE_LINES = "\nIts last lines:\n"
+
+
+def failure_tail(observation: str) -> tuple[str, str] | None:
+    """(how the command ended, its last lines) of a ``failure_message`` observation, without the
+    quoted command; None for any other text. The lines are those after the last "Its last lines:"
+    (a command quoting that phrase cannot smuggle itself into them)."""
+    head = _FAILURE_HEAD.match(observation)
+    if head is None or _FAILURE_LINES not in observation[head.end():]:
+        return None
+    tail = observation.rpartition(_FAILURE_LINES)[2]
+    return head.group(1), tail.removesuffix(FAILURE_END).strip() or "(no output)"
 
 
 def repeat_message(earlier: int) -> str:
