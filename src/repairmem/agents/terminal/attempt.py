@@ -73,7 +73,7 @@ def _due_hint(task: TaskSpec, experience: Experience, setting: MemorySetting, t:
         return None, None, None
     source, score = found.step, found.score
     hint = Hint(t, source, score, hint_message(render_hint_body(source, setting.representation, experience,
-                                                                project=task.project)))
+                                                                project=task.project, instruction=task.instruction)))
     record = {"source_run": source.run_id, "source_task": source.task_id, "source_step": source.step,
               "source_project": source.project, "cross_project": source.project != task.project,
               "memory_id": source.memory_id, "score": round(score, 6), "text": hint.text,

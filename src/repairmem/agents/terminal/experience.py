@@ -54,6 +54,7 @@ from ...types import Attempt, Episode, MemoryVariant
 from .actions import clip
 from .config import ATTEMPTS_FILE, RUN_FILE
 from .grounding import failure_tail
+from .literals import MARK, mask_command, mask_text
 from .useful import instruction_paths, names, shell_words, useful_command
 
 EXPERIENCE_FORMAT = 1   # the layout of a verified step as a memory (the table above); run.json records it
@@ -384,7 +385,7 @@ def hint_context(context: str) -> str:
 
 
 def render_hint_body(step: ExperienceStep, representation: str, experience: Experience | None = None, *,
-                     project: str | None = None) -> str:
+                     project: str | None = None, instruction: str | None = None) -> str:
     """The hint's body in one of the ladder's representations (compact, full step, local window).
 
     The compact hint is the seed's plain format with the step's project named (and said to be
@@ -393,17 +394,25 @@ def render_hint_body(step: ExperienceStep, representation: str, experience: Expe
     that re-did the source task's own edit), the context without a quoted command
     (``hint_context``), and the instruction to adapt it, not copy it. The similar task's goal is
     shown whole (clipped): in the bundled suites its first sentence is the literal edit itself
-    and the rest names the check that reveals the fact, so a first sentence would keep the values
-    to be adapted and lose the part the hint is about."""
+    and the rest names the check that reveals the fact. With the current task's ``instruction``
+    the source task's own values are masked (``literals``: a 1.5B model copies literals; the fact
+    is the command's shape and the project's command), with one line saying what ``<...>`` means."""
     if representation == "compact":
         where = step.project or "unknown"
         if project is not None and step.project != project:
             where = f"{where}, another project: its files and commands may not exist here"
-        fact = f"\n  Established: {clip(step.established, FACT_CHARS, one_line=True)}" if step.established else ""
-        return (f"- Similar task (project {where}): {clip(step.goal, 200, one_line=True)}\n"
-                f"  Context: {clip(hint_context(step.context), 300, one_line=True)}{fact}\n"
-                f"  Useful next command: {step.useful or step.command}\n"
-                f"  {ADAPT}")
+        command, goal, context = step.useful or step.command, step.goal, hint_context(step.context)
+        established, mark = step.established, ""
+        if instruction is not None:
+            text = [mask_command(command, step.goal, instruction)] + [
+                mask_text(t, step.goal, instruction) for t in (goal, context, established)]
+            mark = f"\n  {MARK}" if text != [command, goal, context, established] else ""
+            command, goal, context, established = text
+        fact = f"\n  Established: {clip(established, FACT_CHARS, one_line=True)}" if established else ""
+        return (f"- Similar task (project {where}): {clip(goal, 200, one_line=True)}\n"
+                f"  Context: {clip(context, 300, one_line=True)}{fact}\n"
+                f"  Useful next command: {command}\n"
+                f"  {ADAPT}{mark}")
     if representation == "full_step":
         return (f"Task: {clip(step.goal, 600)}\nContext: {clip(step.context, 800)}\n"
                 f"Reasoning: {clip(step.reasoning, 400, one_line=True)}\nCommand: {step.command}\n"
