@@ -114,7 +114,7 @@ def test_gate_injects_true_matches_at_least_as_often_as_today(gate_hashing):
     res, shown = gate_hashing, _summary(gate_hashing)
     t = res["true_match"]
     assert t["n"] == 73 and res["lookalike"]["n"] == 3 and res["holdout"]["n"] == 73, shown
-    assert t["injected_correct"] >= 31, shown
+    assert t["injected_correct"] >= 16, shown    # 19: the family-only ask turns 17 of 36 injections into asks
     assert t["injected_or_asked_correct"] >= 51, shown     # issue 32: 54 (44 before its ask routes)
     assert t["retrieval_hit"] >= 43, shown
     assert t["group_in_candidates"] >= 55, shown
@@ -126,7 +126,7 @@ def test_gate_false_positives_do_not_exceed_todays(gate_hashing):
     assert res["lookalike"]["injected_wrong"] <= 1, shown
     assert res["holdout"]["injected_wrong"] <= 3, shown
     assert res["lookalike_false_positive"]["rate"] <= 0.05, shown
-    assert _lookalikes_asked(res) <= 11, shown                # today 9 of 76
+    assert _lookalikes_asked(res) <= 13, shown                # today 11 of 76 (the 2 once injected)
 
 
 def test_gate_recall_rows_are_consistent(gate_hashing):
@@ -140,8 +140,8 @@ def test_gate_recall_rows_are_consistent(gate_hashing):
 
 def test_gate_on_the_heldout_logs_holds_the_issue_32_target():
     # tests/data/real_logs/heldout.jsonl: tuned on since issue 32 item 2 (its misses were read), so a
-    # floor against regressions, not a clean measurement: 27 of 30 injected or asked, 1 of 39 look-alikes
-    # injected (ho-054: same family and root cause, another fixture)
+    # floor against regressions, not a clean measurement: 27 of 30 injected or asked, 0 of 39 look-alikes
+    # injected (ho-054, same family and root cause, another fixture, is asked since the family-only ask)
     data = real_logs.DEFAULT_DATA.with_name("heldout.jsonl")
     res = real_logs_gate.evaluate(real_logs.load(data), encoder="hashing", policy="rscb_mc")
     shown, t = _summary(res), res["true_match"]

@@ -92,8 +92,9 @@ def _memory_method(name: str, writes: tuple[Polarity, ...] = BOTH) -> Method:
 
 # RSCB-MC's two terminal ask routes stay off for SQL: a SQL memory that shares no table, column or
 # literal with the query is from another database (the SQL look-alike, ``gate.features``), where a
-# terminal one is another project's instance of the same cause.
-SQL_RSCB_PARAMS = (("ask_when_exact", False), ("ask_when_cause_agrees", False))
+# terminal one is another project's instance of the same cause. The family-only ask is off too: the
+# SQL runs answer no ask, and their rows stay as they were.
+SQL_RSCB_PARAMS = (("ask_when_exact", False), ("ask_when_cause_agrees", False), ("ask_when_family_only", False))
 
 
 def _sql_gate_params(policy: str | None) -> tuple:

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from ..check import check_str
+from .log_lines import log_lines
 from .terminal_cues import _Evidence
 from .terminal_rules import FAMILIES, ROOT_CAUSES, RULES, Rule
 from .terminal_signatures import (_KEY_NAMED, _MODULE_NAMED, Signatures, _command_signature, _entities,
@@ -95,6 +96,7 @@ def _analyse(log: str, command: str) -> TerminalDiagnosis:
         stack=_stack(log),
         entities=tuple(sorted(_entities(text, key_in_environ))),
         error_line=error_line,
+        lines=log_lines(log),
     )
     return TerminalDiagnosis(fired.family, fired.root_cause, fired.confidence, fired.id, signatures)
 

@@ -34,6 +34,7 @@ class Signatures:
     stack: tuple[str, ...]    # exception type, then the innermost frames as "file:function", in order
     entities: tuple[str, ...] # typed named things "kind:value", sorted
     error_line: str           # the single most informative error line
+    lines: tuple[str, ...] = ()  # the log's distinctive lines, normalised (``log_lines``); not stored
 
 
 _EXC_LINE = re.compile(

@@ -46,7 +46,9 @@ with the most evidence of applying (see ``FeatureExtractor``): by default the re
                                       checked (terminal memories, no schema given)
 17   error_line_match                 Jaccard of the error lines' words, with quoted names,       [0, 1]
                                       paths, numbers and stop words removed: the same failure
-                                      in another project shares its message, not its paths
+                                      in another project shares its message, not its paths;
+                                      1 when the two terminal logs share a distinctive line
+                                      (``classify.log_lines``) whichever line each side chose
 18   step_index                       min(k, 10): the repair step of the episode the call is      [0, 10]
                                       for (1 = the first repair; 0 when the caller gives none):
                                       the sparse-experience paper retrieves late, not at once
@@ -78,8 +80,11 @@ different causes" from "one of them is unknown". For a terminal failure led by a
 gate therefore also hands the policy the names of the lead's features that are 0 for want of
 evidence: ``family_confidence`` when neither diagnosis names a known cause that the other
 contradicts (``unknown`` on either side), ``entity_match_ratio`` when neither log names an entity,
-``command_signature_match`` when either side has no command. The features themselves are
-unchanged (the learned models read the same numbers); only RSCB-MC's override reads the names.
+``command_signature_match`` when either side has no command. The set also carries
+``error_line_generic`` when no distinctive line (``classify.log_lines``) of one log is in the other:
+whatever feature 17 says, what the two messages share is text any instance of a tool prints. The
+features themselves are unchanged (the learned models read the same numbers); only RSCB-MC's
+override reads the names.
 
 Features 0-15 are the review's sixteen; 16-21 are ours. A caller that gives no step, namespace
 or similarity (the terminal gate, the gate benchmark) leaves 18-21 at 0, so models learned on
@@ -106,6 +111,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..classify.log_lines import log_lines
 from ..classify.sql_signatures import identifiers as sql_identifiers, sql_signatures
 from ..classify.terminal import Signatures, TerminalDiagnosis, classify_terminal
 from ..check import check_bool, check_int, check_number
@@ -225,6 +231,20 @@ def _sets(sig: Signatures) -> tuple[frozenset, ...]:
             frozenset(f for f in sig.stack if ":" in f), frozenset(sig.entities), error_words(sig.error_line))
 
 
+# Named in ``extract_evidence``'s set when the two logs share no distinctive line (module doc).
+GENERIC_ERROR_LINE = "error_line_generic"
+_STATUS = re.compile(r"status: [\w-]+; error: ")
+
+
+def memory_lines(memory: MemoryVariant) -> frozenset[str]:
+    """The distinctive lines (``classify.log_lines``) of a terminal memory's failure log."""
+    if memory.kind != "terminal" or not memory.failure_context:
+        return frozenset()
+    text = memory.failure_context
+    m = _STATUS.match(text)
+    return frozenset(log_lines(text[m.end():] if m else text))
+
+
 def _jaccard(a: frozenset, b: frozenset) -> float:
     if not a or not b:
         return 0.0
@@ -279,12 +299,13 @@ class FeatureExtractor:
     the caller keeps them elsewhere).
     """
 
-    __slots__ = ("_sig_cache", "_tok_cache", "_ident_cache", "_profile_key", "_profile_sets")
+    __slots__ = ("_sig_cache", "_tok_cache", "_ident_cache", "_line_cache", "_profile_key", "_profile_sets")
 
     def __init__(self) -> None:
         self._sig_cache: dict[int, tuple] = {}
         self._tok_cache: dict[int, int] = {}
         self._ident_cache: dict[int, frozenset] = {}
+        self._line_cache: dict[int, frozenset] = {}
         self._profile_key = None
         self._profile_sets = None
 
@@ -309,6 +330,18 @@ class FeatureExtractor:
             if memory.id is not None:
                 self._sig_cache[memory.id] = entry
         return entry
+
+    def shared_line(self, profile: QueryProfile, memory: MemoryVariant) -> float:
+        """1 when the query's log and ``memory``'s share a distinctive line (``classify.log_lines``), else 0."""
+        q = profile.signatures.lines
+        if not q or memory.kind != "terminal":
+            return 0.0
+        lines = self._line_cache.get(memory.id)
+        if lines is None:
+            lines = memory_lines(memory)
+            if memory.id is not None:
+                self._line_cache[memory.id] = lines
+        return 1.0 if lines and not lines.isdisjoint(q) else 0.0
 
     def _tokens(self, memory: MemoryVariant) -> int:
         tokens = self._tok_cache.get(memory.id)
@@ -374,7 +407,7 @@ class FeatureExtractor:
                          counters: Mapping[int, Counters] | None = None) -> tuple[list[float], frozenset[str]]:
         """(``extract``'s features, the names of the lead's features that are 0 for want of evidence
         rather than by disagreement: module doc, "Unknown evidence")."""
-        x, entry = self._extract(profile, candidates, counters)
+        x, entry, shared = self._extract(profile, candidates, counters)
         if entry is None or profile.kind != "terminal" or x[21] > 0:
             return x, frozenset()
         family, root, m_cmd, _, _, m_ent, _ = entry
@@ -386,10 +419,12 @@ class FeatureExtractor:
             unknown.append("entity_match_ratio")
         if not q_cmd or not m_cmd:
             unknown.append("command_signature_match")
+        if not shared:
+            unknown.append(GENERIC_ERROR_LINE)
         return x, frozenset(unknown)
 
     def _extract(self, profile: QueryProfile, candidates: Sequence,
-                 counters: Mapping[int, Counters] | None) -> tuple[list[float], tuple | None]:
+                 counters: Mapping[int, Counters] | None) -> tuple[list[float], tuple | None, float]:
         n = len(candidates)
         budget = float(min(profile.token_budget, MAX_BUDGET))
         rejections = float(min(profile.session_rejections, MAX_REJECTIONS))
@@ -397,7 +432,7 @@ class FeatureExtractor:
         if n == 0:
             return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, rejections,
                     ACCEPT_PRIOR[0] / ACCEPT_PRIOR[1], FP_PRIOR[0] / FP_PRIOR[1], 0.0, 0.0, budget, 0.0, 0.0,
-                    step, 0.0, 0.0, 0.0], None
+                    step, 0.0, 0.0, 0.0], None, 0.0
         if isinstance(candidates[0], tuple):
             memories = [c[0] for c in candidates]
             scores = [float(c[1]) for c in candidates]
@@ -426,6 +461,8 @@ class FeatureExtractor:
             j = (_jaccard(q_cmd, m_cmd), _jaccard(q_paths, m_paths), _jaccard(q_stack, m_stack),
                  _jaccard(q_err, m_err))
         c = memory.counters if counters is None else counters.get(memory.id, memory.counters)
+        shared = self.shared_line(profile, memory)
+        err = max(j[3], shared)
         tokens = self._tokens(memory)
         similarity = profile.similarity.get(memory.id, 0.0) if profile.similarity else 0.0
         if profile.by_task:    # the step's context: the lead's cosine to the query (module doc, "By task")
@@ -441,10 +478,10 @@ class FeatureExtractor:
             (c.accepted + ACCEPT_PRIOR[0]) / (c.uses + ACCEPT_PRIOR[1]),
             (c.false_positives + FP_PRIOR[0]) / (c.uses + FP_PRIOR[1]),
             LATENCY_BASE_MS + LATENCY_PER_TOKEN_MS * tokens, float(tokens), budget,
-            self.missing_share(profile, memory), j[3],
+            self.missing_share(profile, memory), err,
             step, float(bool(profile.namespace) and memory.namespace == profile.namespace),
             max(-1.0, min(1.0, float(similarity))), float(profile.by_task or memory.failure_type == ANSWER),
-        ], entry
+        ], entry, shared
 
 
 def extract_features(profile: QueryProfile, candidates: Sequence, *,

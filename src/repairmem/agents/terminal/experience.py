@@ -268,7 +268,8 @@ class Found:
 # ask there was a refusal logged, and learned from, as an unanswered question). For a scheduled hint
 # feature 5 is the context cosine, so below ``min_family_confidence`` the "uncertain" route forced
 # ``ask_feedback`` on every such hint.
-AUTONOMOUS_RSCB_PARAMS = (("ask_when_uncertain", False), ("ask_when_exact", False), ("ask_when_cause_agrees", False))
+AUTONOMOUS_RSCB_PARAMS = (("ask_when_uncertain", False), ("ask_when_exact", False), ("ask_when_cause_agrees", False),
+                          ("ask_when_family_only", False))
 
 
 class Experience:

@@ -12,7 +12,7 @@ from typing import ClassVar, Sequence
 
 from ...check import check_bool, check_int
 from ..actions import INJECTS, N_ACTIONS
-from ..features import INDEX, N_FEATURES
+from ..features import GENERIC_ERROR_LINE, INDEX, N_FEATURES
 from .base import ALL, _ASK_ONLY, _COUNT, _INJECT_IDX, _NEG_INF, _SAFE_IDX, Decision, _argmax, _check_x, _number
 from .linear import _Linear
 
@@ -103,6 +103,15 @@ class RSCBMC(_Linear):
       path, stack, entity or message (a full disk, a refused connection: the cause's fix applies,
       and the caller can check it).
 
+    Family only (``ask_when_family_only``): when the override lets the policy inject but the lead
+    shares no instance evidence with the query - entity, command, path and stack match all 0, and
+    error-line match < ``min_error_line_match`` or the logs share no distinctive line (``unknown``
+    names ``error_line_generic``: the message words they share are a tool's boilerplate, ``fixture
+    'x' not found`` with the name masked); only the diagnosis agrees - it asks instead (the lead
+    goes back as an open ask). On the real logs every injected look-alike was of this kind;
+    a true match of this kind costs a question (``docs/results.md``). Off for the SQL methods and the
+    autonomous terminal agent, which nobody answers.
+
     A family_confidence of 0 without the exact or unnamed evidence (the lead memory belongs to
     another family or cause: the look-alike), and every other check, refuse. (Why not inject:
     waiving the family check on structure raised look-alike injections from 1 to 8 of 73 on the
@@ -122,7 +131,7 @@ class RSCBMC(_Linear):
     name: ClassVar[str] = "rscb_mc"
     reads_unknown: ClassVar[bool] = True
     saved_without: ClassVar[dict] = {"ask_when_exact": False, "ask_when_cause_agrees": False,
-                                     "ask_when_unnamed": False}
+                                     "ask_when_unnamed": False, "ask_when_family_only": False}
     alpha: float = 1.0
     mu: float = 2.0
     kappa: float = 0.0
@@ -144,6 +153,7 @@ class RSCBMC(_Linear):
     ask_when_exact: bool = True
     ask_when_cause_agrees: bool = True
     ask_when_unnamed: bool = True
+    ask_when_family_only: bool = True
     contextual: bool = True
     seed: int = 0
 
@@ -163,7 +173,7 @@ class RSCBMC(_Linear):
         _number(self.name, "prior_count", self.prior_count, low=0.0)
         check_int(self.max_session_rejections, "max_session_rejections", low=1, where=self.name)
         for key in ("allow_abstention", "use_override", "ask_when_uncertain", "ask_when_exact",
-                    "ask_when_cause_agrees", "ask_when_unnamed", "contextual"):
+                    "ask_when_cause_agrees", "ask_when_unnamed", "ask_when_family_only", "contextual"):
             check_bool(getattr(self, key), key, where=self.name)
 
     def _init_state(self) -> None:
@@ -179,6 +189,9 @@ class RSCBMC(_Linear):
         self._err = INDEX["error_line_match"] if INDEX["error_line_match"] not in m else None
         self._ent = INDEX["entity_match_ratio"] if INDEX["entity_match_ratio"] not in m else None
         self._cmd = INDEX["command_signature_match"] if INDEX["command_signature_match"] not in m else None
+        self._instance = tuple(INDEX[k] for k in ("entity_match_ratio", "command_signature_match",
+                                                   "path_signature_match", "stack_signature_match")
+                               if INDEX[k] not in m)
         self._struct = tuple(INDEX[k] for k in ("command_signature_match", "path_signature_match",
                                                  "stack_signature_match") if INDEX[k] not in m)
         self._check_fp = INDEX["historical_false_positive_rate"] not in m
@@ -237,6 +250,12 @@ class RSCBMC(_Linear):
                     and (self._cmd is None or x[self._cmd] > 0 or "command_signature_match" in unknown))
         return flags == 2 and self._check_family and self.ask_when_cause_agrees
 
+    def family_only(self, x: Sequence[float], unknown: frozenset = frozenset()) -> bool:
+        """Does the lead share no instance evidence with the query, only the diagnosis? (class doc)"""
+        if self._is_answer(x) or any(x[i] > 0 for i in self._instance):
+            return False
+        return self._err is None or x[self._err] < self.min_error_line_match or GENERIC_ERROR_LINE in unknown
+
     def decide(self, x, *, truth=None, unknown=frozenset()) -> Decision:
         x = _check_x(x)
         flags = 0
@@ -263,8 +282,12 @@ class RSCBMC(_Linear):
                 p = mean_risk[N_ACTIONS + j] + kappa * w
                 s -= mu * (0.0 if p < 0 else 1.0 if p > 1 else p)
             scores[j] = s
-        scores = tuple(scores)
         i = greedy = _argmax(scores, allowed)
+        if INJECTS[greedy] and allowed is ALL and self.ask_when_family_only and self.family_only(x, unknown):
+            allowed = _ASK_ONLY                # family-only: ask instead of injecting (class doc)
+            scores = [s if j in allowed else _NEG_INF for j, s in enumerate(scores)]
+            i = greedy = allowed[0]
+        scores = tuple(scores)
         p = 1.0
         if self.epsilon > 0:
             if self.rng.random() < self.epsilon:
