@@ -214,11 +214,12 @@ class SQLiteMemoryStore(SQLStoreBase):
     finalize = _guarded(SQLStoreBase.finalize)
 
     @_guarded
-    def forget(self, ids: Sequence[int] | None = None, **options) -> list[int]:
+    def forget(self, ids: Sequence[int] | None = None, *, namespace: str | None = None, actor: str = "",
+               reason: str = "") -> list[int]:
         """``SQLStoreBase.forget``, then the write-ahead log is checkpointed and truncated: the frames of
         earlier transactions still held the forgotten texts (``secure_delete`` zeroes them in the file).
         Best effort: a reader holding an old snapshot keeps the log until it lets go."""
-        gone = SQLStoreBase.forget(self, ids, **options)
+        gone = SQLStoreBase.forget(self, ids, namespace=namespace, actor=actor, reason=reason)
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return gone
 
