@@ -3,8 +3,8 @@
 from repairmem.agents.terminal.report import _check_summary, _checks
 
 
-def _attempt(task, pas, output, reward=0.0, steps=3, tokens=(100, 10)):
-    return {"task_id": task, "pass": pas, "reward": reward, "n_steps": steps,
+def _attempt(task, pas, output, reward=0.0, steps=3, tokens=(100, 10), project="p", hints=0):
+    return {"task_id": task, "pass": pas, "reward": reward, "n_steps": steps, "project": project, "hints_shown": hints,
             "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
             "verifier": {"exit_code": 0 if reward else 1, "output": output}}
 
@@ -35,3 +35,15 @@ def test_summary_counts_fact_only_where_base_passed():
 def test_runs_without_verdicts_have_no_section():
     assert _check_summary([_attempt("a", 1, "ok\n")], ["a"], passes=1) is None
     assert _check_summary([], ["a"], passes=1) is None
+
+
+def test_by_project_splits_hinted_from_unhinted_attempts():
+    records = [
+        _attempt("a", 1, "base: ok\nfact: ok\n", reward=1.0, project="inv", hints=2),
+        _attempt("b", 1, "base: FAIL x\nfact: ok\n", project="inv", hints=1),
+        _attempt("c", 1, "base: ok\nfact: FAIL y\n", project="inv"),
+        _attempt("d", 1, "base: ok\nfact: FAIL y\n", project="geo"),
+    ]
+    s = _check_summary(records, ["a", "b", "c", "d"], passes=1)
+    assert s["by_project"] == {"geo": {"hinted": [0, 0, 0], "unhinted": [1, 1, 0]},
+                               "inv": {"hinted": [2, 1, 1], "unhinted": [1, 1, 0]}}

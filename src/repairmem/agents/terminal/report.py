@@ -28,7 +28,9 @@ def _check_summary(records: Sequence[dict], task_ids: Sequence[str], passes: int
     ``base_by_pass[k]``: tasks whose base change verified within the first k+1 passes;
     ``fact_given_base``: attempts with the base change verified, and how many of them also held the
     fact (a fact holds trivially on an untouched workspace, so it is counted only where base passed);
-    ``to_verify``: steps and tokens of the verified attempts (mean per verified attempt)."""
+    ``to_verify``: steps and tokens of the verified attempts (mean per verified attempt);
+    ``by_project``: per project, attempts shown a hint and attempts not, each as
+    ``[attempts, base verified, verified]`` (where a memory rung's gain or loss comes from)."""
     checks = [(r, _checks(r)) for r in records]
     if not records or any(c is None for _, c in checks):
         return None
@@ -36,13 +38,22 @@ def _check_summary(records: Sequence[dict], task_ids: Sequence[str], passes: int
                  for t in task_ids}
     with_base = [c for _, c in checks if c["base"]]
     verified = [r for r in records if r["reward"] == 1.0]
+    by_project: dict[str, dict[str, list[int]]] = {}
+    for r, c in checks:
+        cell = by_project.setdefault(r.get("project") or r.get("family") or "",
+                                     {"hinted": [0, 0, 0], "unhinted": [0, 0, 0]})
+        row = cell["hinted" if r.get("hints_shown") else "unhinted"]
+        row[0] += 1
+        row[1] += c["base"]
+        row[2] += r["reward"] == 1.0
     return {
         "base_by_pass": [sum(1 for p in base_pass.values() if p is not None and p <= k) for k in range(1, passes + 1)],
         "base_attempts": len(with_base), "fact_given_base": sum(1 for c in with_base if c["fact"]),
         "verified_attempts": len(verified),
         "steps_to_verify": round(sum(r["n_steps"] for r in verified) / len(verified), 2) if verified else None,
         "tokens_to_verify": round(sum(r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"]
-                                      for r in verified) / len(verified)) if verified else None}
+                                      for r in verified) / len(verified)) if verified else None,
+        "by_project": dict(sorted(by_project.items()))}
 
 
 def summarize(run_dir: str | Path) -> dict[str, Any]:
@@ -138,6 +149,16 @@ def format_report(summaries: Sequence[dict[str, Any]]) -> str:
             lines.append(f"| {s['memory']} | " + " | ".join(cells) + f" | {c['base_attempts']} | "
                          f"{c['fact_given_base']} | {c['verified_attempts']} | {c['steps_to_verify'] or '-'} | "
                          f"{c['tokens_to_verify'] or '-'} |")
+    if checked:
+        lines += ["", "## By project: attempts shown a hint and not", "",
+                  "Each cell: attempts, of them base change verified, of them verified (base and fact).", "",
+                  "| Variant | Project | Hinted: attempts / base / verified | Unhinted: attempts / base / verified |",
+                  "|---|---|---|---|"]
+        for s in checked:
+            for project, cell in s["checks"]["by_project"].items():
+                lines.append(f"| {s['memory']} | {project} | " + " | ".join(
+                    "/".join(map(str, cell[side])) if cell[side][0] else "-" for side in ("hinted", "unhinted"))
+                    + " |")
     for s in summaries:
         lines += ["", f"## {s['memory']}  ({s['run_dir']}, model {s['model']}, passes started "
                       f"{s['passes_started']}/{s['passes']})", "",
