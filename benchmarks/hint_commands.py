@@ -14,6 +14,10 @@ attempts that did not verify (what the archive would keep of them; a wider sampl
 project in TASKS_DIR, before (no instruction) and after masking the source task's values
 (``agents/terminal/literals.py``), prints both, and counts the hints that still contain a literal
 of the source instruction (a path, number, quoted string or code token the sibling's lacks), per line.
+``--copies`` reads every shown hint of every attempt (a memory rung's run): how many hints' useful
+command the model ran within three steps (inside a longer command too), how many commands contain
+a mask (``<word>``, ``<file>``, ``<value>``, ``<name>``) literally, and the base verdict of the
+attempts that copied.
 """
 
 from __future__ import annotations
@@ -86,6 +90,39 @@ def sibling_hints(run_dir: Path, tasks_dir: Path, every_attempt: bool) -> dict[s
     return counts
 
 
+USEFUL = "  Useful next command: "
+MASK = re.compile(r"<(?:word|file|value|name)>")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def hint_copies(run_dir: Path, window: int = 3) -> dict[str, int]:
+    """Shown hints whose useful command was run within ``window`` steps; commands with a mask."""
+    counts = dict(attempts=0, hints_shown=0, with_useful=0, copied=0, copied_base_ok=0, mask_commands=0)
+    for record in read_jsonl_lines(packed(run_dir / ATTEMPTS_FILE)):
+        counts["attempts"] += 1
+        steps = record.get("steps") or []
+        base_ok = "base: ok" in ((record.get("verifier") or {}).get("output") or "")
+        counts["mask_commands"] += sum(1 for st in steps if MASK.search(st.get("command") or ""))
+        for i, st in enumerate(steps):
+            hint = st.get("hint") or {}
+            if not hint.get("text") or hint.get("vetoed"):
+                continue
+            counts["hints_shown"] += 1
+            useful = [_squash(line[len(USEFUL):]) for line in hint["text"].splitlines() if line.startswith(USEFUL)]
+            if not useful:
+                continue
+            counts["with_useful"] += 1
+            ran = [_squash(x.get("command") or "") for x in steps[i:i + window]]
+            if any(u and u in r for u in useful for r in ran):
+                counts["copied"] += 1
+                counts["copied_base_ok"] += base_ok
+    print(f"{run_dir} --copies: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dirs", nargs="+", type=Path)
@@ -93,11 +130,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every-attempt", action="store_true", help="also attempts that did not verify")
     parser.add_argument("--siblings", type=Path, metavar="TASKS_DIR",
                         help="render each archived step's hint for the other tasks of its project in TASKS_DIR")
+    parser.add_argument("--copies", action="store_true",
+                        help="count shown hints whose useful command was run within three steps")
     args = parser.parse_args(argv)
     missing = [str(d) for d in args.run_dirs if not (d / ATTEMPTS_FILE).is_file()
                and not (d / (ATTEMPTS_FILE + ".gz")).is_file()]
     if missing:
         parser.error(f"no {ATTEMPTS_FILE}[.gz] in: {', '.join(missing)}")
+    if args.copies:
+        for run_dir in args.run_dirs:
+            hint_copies(run_dir)
+        return 0
     if args.siblings is not None:
         for run_dir in args.run_dirs:
             sibling_hints(run_dir, args.siblings, args.every_attempt)
