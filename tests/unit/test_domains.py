@@ -171,3 +171,22 @@ def test_a_failed_terminal_direction_is_shown_as_a_warning_where_the_gate_allows
     assert set(got.memory_ids) == {positive.id, negative.id}
     assert got.text.count("<<<END MEMORY") == 2 and "did NOT work" in got.text
     assert "sudo pip install requests" in got.text.split("<<<MEMORY 2>>>")[1]
+
+
+def test_a_long_logs_tail_is_what_the_dense_channel_embeds():
+    """A failure is printed at a log's end: the dense query holds the log's tail (an encoder that
+    truncates would embed its head), BM25 still reads the whole log; a short log is embedded whole."""
+    from repairmem.domains.terminal import DENSE_LOG_CHARS
+    from repairmem.domains.base import Diagnosis
+    head = "Collecting packages\n" + "Downloading wheel 1.0\n" * 40
+    log = head + "E   ModuleNotFoundError: No module named 'requests'"
+    diag = Diagnosis("module_not_found", "missing_package", 0.9, "r")
+    q = TerminalDomain().query(TerminalFailure("pytest tests/", log, task="run the tests"), diag,
+                               position=1, query_id="q", namespace="p")
+    assert "No module named 'requests'" in q.dense_text and "Collecting packages" not in q.dense_text
+    assert "run the tests" in q.dense_text and "pytest tests/" in q.dense_text
+    assert "Collecting packages" in q.text and len(q.dense_text) < len(q.text)
+    assert len(q.dense_text) <= DENSE_LOG_CHARS + len("run the tests\npytest tests/\nmodule_not_found\n")
+    short = TerminalDomain().query(TerminalFailure("make", "make: not found"), diag, position=1, query_id="q",
+                                   namespace="p")
+    assert short.dense_text == short.text

@@ -4,6 +4,10 @@ Retrieval is one untyped pool of positives with a +0.1 family bonus (no family i
 to filter on: the family is the gate's evidence, and a filtered pool hides look-alikes). What a
 gate action puts in the prompt is its payload (``gate.actions``); without a gate every retrieved
 memory is shown as ``high_recall_retrieval`` would show it.
+
+The dense channel embeds a log's last ``DENSE_LOG_CHARS`` characters (BM25 and the gate read all of
+it): a failure is printed at a log's end, and an encoder that truncates (MiniLM keeps the first 256
+tokens) would otherwise embed its head. It also bounds a recall's embedding time (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from ..types import Episode, MemoryVariant, memory_from_episode
 from ..untrusted import untrusted
 from .base import Diagnosis, Shown, Situation
 
+DENSE_LOG_CHARS = 160
 TERMINAL_RETRIEVAL = RetrievalConfig("terminal", k_positive=5, k_negative=2, type_mode="reliability",
                                      reliable_types=frozenset())
 # the JSON fields of a terminal failure and whether each is required
@@ -94,7 +99,7 @@ class TerminalDomain:
               namespace: str) -> RetrievalQuery:
         return RetrievalQuery(question=failure.task, current=failure.command, failure_type=diagnosis.family,
                               position=position, query_id=query_id, namespace=namespace, failure_context=failure.log,
-                              kind="terminal")
+                              kind="terminal", dense_context=failure.log[-DENSE_LOG_CHARS:])
 
     def show(self, action: str, payload, positives, negatives, situation: Situation) -> Shown:
         return show_payload(payload, positives, negatives)

@@ -98,10 +98,18 @@ class RetrievalQuery:
     kind: str = "sql"
     namespaces: tuple[str, ...] | None = None   # the namespaces a bound Memory may read (None: any)
     reused_abroad: bool = False                 # other namespaces' memories only after a verified reuse
+    dense_context: str | None = None            # what the dense channel embeds of the context (None: all)
 
     @property
     def text(self) -> str:
         return query_text(self.question, self.current, self.failure_context, self.failure_type)
+
+    @property
+    def dense_text(self) -> str:
+        """The text the dense channel embeds: ``text``, with ``dense_context`` for the failure context
+        when the domain bounds it (a long log's tail; BM25 still reads the whole context)."""
+        context = self.failure_context if self.dense_context is None else self.dense_context
+        return query_text(self.question, self.current, context, self.failure_type)
 
 
 @dataclass(frozen=True)
@@ -234,12 +242,12 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
              query_vector: np.ndarray | None = None, explain_top: int = 10) -> Retrieval:
     """Rank the causally eligible memories for ``query`` according to ``config``.
 
-    ``query_vector`` may be passed when the caller has already embedded ``query.text``.
+    ``query_vector`` may be passed when the caller has already embedded ``query.dense_text``.
     """
     index.sync()
     store = index.store
     if config.dense_weight > 0 and query_vector is None:
-        query_vector = index.encode_query(query.text)
+        query_vector = index.encode_query(query.dense_text)
     eligible = dict(position=query.position, query_id=query.query_id, namespace=query.namespace,
                     scope=config.scope, kind=query.kind, namespaces=query.namespaces,
                     reused_abroad=query.reused_abroad)
@@ -303,8 +311,8 @@ def _answers(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig,
                                      scope=config.answer_scope, polarity=Polarity.POSITIVE, kind=query.kind,
                                      failure_type=ANSWER, namespaces=query.namespaces,
                                      reused_abroad=query.reused_abroad)
-    asked = replace(query, current="", failure_context="", failure_type="")
-    qvec = index.encode_query(asked.text) if config.dense_weight > 0 and len(legal) else None
+    asked = replace(query, current="", failure_context="", failure_type="", dense_context=None)
+    qvec = index.encode_query(asked.dense_text) if config.dense_weight > 0 and len(legal) else None
     ranked = _rank(index, legal, asked, qvec, config, max(config.k_answer, explain_top), 0.0)
     ranked = [row for row in ranked if row[1] >= config.min_answer_similarity]
     keys = ("id", "dense", "bm25", "dense_norm", "bm25_norm", "type_match", "score")
