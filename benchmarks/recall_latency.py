@@ -13,7 +13,7 @@ position, as the MCP server recalls. Every query text is distinct, so the first 
 the query-vector cache; a second pass recalls the same failures again (what a retry costs).
 
 Per recall: the wall time of ``recall``, the time inside the encoder (the query's embedding; zero
-on a cache hit) and the query's token count; and the CPU time of the calling thread for both
+on a cache hit) and the token count of the text it embedded (the dense query); and the CPU time of the calling thread for both
 (``time.thread_time``): the query's embedding runs on that thread alone (one BLAS thread), so its
 CPU time is close to what the wall time would be on an idle core, while the wall time under load
 also counts the time the thread waited for a core. Printed: p50 / p95 / max per pass, the embedding's
@@ -45,8 +45,10 @@ class TimedEncoder:
 
     def __init__(self, inner) -> None:
         self.inner, self.name, self.dim, self.seconds, self.cpu = inner, inner.name, inner.dim, [], []
+        self.texts: list[str] = []
 
     def encode(self, texts):
+        self.texts.extend(texts)
         start, cpu = time.perf_counter(), time.thread_time()
         try:
             return self.inner.encode(texts)
@@ -84,7 +86,9 @@ def pct(values: list[float], q: float) -> float:
 
 
 def one_pass(memory: Memory, encoder: TimedEncoder, queries: list[dict], tag: str) -> dict:
+    """Each query recalled once; ``embedded`` keeps the texts the recalls embedded (the dense queries)."""
     totals, embeds, cpu, embed_cpu = [], [], [], []
+    encoder.texts.clear()
     for rec in queries:
         failure = TerminalFailure(command=rec["command"], log=rec["log"], project=f"asker-{rec['id']}")
         encoder.seconds.clear()
@@ -101,7 +105,8 @@ def one_pass(memory: Memory, encoder: TimedEncoder, queries: list[dict], tag: st
             "rest_p50_ms": ms([t - e for t, e in zip(totals, embeds)], 0.5),
             "embed_share": round(sum(embeds) / sum(totals), 3),
             "cpu_p50_ms": ms(cpu, 0.5), "cpu_p95_ms": ms(cpu, 0.95),
-            "embed_cpu_p50_ms": ms(embed_cpu, 0.5), "embed_cpu_p95_ms": ms(embed_cpu, 0.95)}
+            "embed_cpu_p50_ms": ms(embed_cpu, 0.5), "embed_cpu_p95_ms": ms(embed_cpu, 0.95),
+            "embedded": list(encoder.texts)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
             first = one_pass(memory, encoder, queries, "cold")
             again = one_pass(memory, encoder, queries, "again")
     tokenizer = getattr(getattr(inner, "_model", None), "token_ids", None)
-    tokens = sorted(len(tokenizer(f"{r['command']}\n{r['log']}")) for r in queries) if callable(tokenizer) else []
+    # tokens of what the first pass embedded (a terminal query embeds its log's tail, domains/terminal.py)
+    embedded = first.pop("embedded")
+    again.pop("embedded")
+    tokens = sorted(len(tokenizer(text)) for text in embedded) if callable(tokenizer) else []
     result = {"encoder": repr(inner), "runtime_load_s": round(loaded_s, 2), "memories": len(stored),
               "first_pass": first, "second_pass_same_queries": again,
               "query_tokens_p50_p95_max": [pct(tokens, 0.5), pct(tokens, 0.95), tokens[-1]] if tokens else None,
