@@ -242,6 +242,15 @@ def test_folders_of_another_configuration_or_start_are_refused(run_dir, tmp_path
     (b / "initial.jsonl").write_text("".join(lines[1:]))
     with pytest.raises(InvalidInputError, match="initial predictions"):
         write_report([a, b], tmp_path / "out", bootstrap=50)
+    timed = [json.loads(line) for line in lines]     # the same predictions, each taking its own time
+    for row in timed:
+        row.setdefault("usage", {})["elapsed_s"] = 99.0
+    (b / "initial.jsonl").write_text("".join(json.dumps(row) + "\n" for row in timed))
+    assert write_report([a, b], tmp_path / "timed", bootstrap=50)
+    timed[0]["sql"] = "SELECT 'another prediction'"
+    (b / "initial.jsonl").write_text("".join(json.dumps(row) + "\n" for row in timed))
+    with pytest.raises(InvalidInputError, match="initial predictions"):
+        write_report([a, b], tmp_path / "out", bootstrap=50)
     (b / "initial.jsonl").write_text("".join(lines))
     meta = json.loads((b / "run.json").read_text())
     meta["config"]["options"]["budget"] = BUDGET + 1

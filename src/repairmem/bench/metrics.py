@@ -207,11 +207,15 @@ def load_run(run_dir: str | Path) -> Run:
 
 
 def _initial_predictions(run: Run) -> dict[str, Any] | None:
+    """Each example's initial prediction as compared between folders: everything but its wall time
+    (``usage.elapsed_s``; the same greedy prediction computed in two processes takes its own time)."""
     initial = next((p for p in (run.path / "initial.jsonl", run.path / "initial.jsonl.gz") if p.is_file()), None)
     if initial is None:
         return None
     lines, _ = _read_lines_loose(initial)
-    return {line.get("example_id"): line for line in lines}
+    return {line.get("example_id"): {**line, "usage": {k: v for k, v in (line.get("usage") or {}).items()
+                                                       if k != "elapsed_s"}}
+            for line in lines}
 
 
 def load_runs(run_dirs: Sequence[str | Path]) -> Run:
