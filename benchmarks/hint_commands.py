@@ -30,6 +30,7 @@ from repairmem.agents.terminal.config import ATTEMPTS_FILE
 from repairmem.agents.terminal.experience import archived_steps, render_hint_body
 from repairmem.agents.terminal.grounding import failure_tail
 from repairmem.agents.terminal.literals import source_only
+from repairmem.agents.terminal.report import verifier_checks
 from repairmem.agents.tasks import load_tasks
 from repairmem.files import packed, read_jsonl_lines
 
@@ -104,7 +105,7 @@ def hint_copies(run_dir: Path, window: int = 3) -> dict[str, int]:
     for record in read_jsonl_lines(packed(run_dir / ATTEMPTS_FILE)):
         counts["attempts"] += 1
         steps = record.get("steps") or []
-        base_ok = "base: ok" in ((record.get("verifier") or {}).get("output") or "")
+        base_ok = bool((verifier_checks(record) or {}).get("base"))
         counts["mask_commands"] += sum(1 for st in steps if MASK.search(st.get("command") or ""))
         for i, st in enumerate(steps):
             hint = st.get("hint") or {}

@@ -1,6 +1,6 @@
 """The agent report's base / fact columns read the facts suite's verifier lines, and only those."""
 
-from repairmem.agents.terminal.report import _check_summary, _checks
+from repairmem.agents.terminal.report import _check_summary, verifier_checks as _checks
 
 
 def _attempt(task, pas, output, reward=0.0, steps=3, tokens=(100, 10), project="p", hints=0):

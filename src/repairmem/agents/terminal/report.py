@@ -16,7 +16,7 @@ from .config import ATTEMPTS_FILE, RUN_FILE, memory_setting
 _CHECK_LINE = re.compile(r"^(base|fact): (ok|FAIL)\b", re.M)
 
 
-def _checks(record: dict) -> dict[str, bool] | None:
+def verifier_checks(record: dict) -> dict[str, bool] | None:
     """The verifier's last ``base:`` and ``fact:`` verdicts (the facts suite prints both), else None."""
     found = dict(_CHECK_LINE.findall((record.get("verifier") or {}).get("output") or ""))
     return {k: found[k] == "ok" for k in ("base", "fact")} if len(found) == 2 else None
@@ -31,7 +31,7 @@ def _check_summary(records: Sequence[dict], task_ids: Sequence[str], passes: int
     ``to_verify``: steps and tokens of the verified attempts (mean per verified attempt);
     ``by_project``: per project, attempts shown a hint and attempts not, each as
     ``[attempts, base verified, verified]`` (where a memory rung's gain or loss comes from)."""
-    checks = [(r, _checks(r)) for r in records]
+    checks = [(r, verifier_checks(r)) for r in records]
     if not records or any(c is None for _, c in checks):
         return None
     base_pass = {t: min((r["pass"] for r, c in checks if r["task_id"] == t and c["base"]), default=None)
