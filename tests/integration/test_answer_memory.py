@@ -147,3 +147,55 @@ def test_the_report_scores_every_stream_under_the_outcome_reward(streams):
         assert x["reward"] == pytest.approx(3 * verified - per_token * tokens)
         assert (tokens == 0) == (name == "iterative_grounded")
     assert "Every stream under the outcome reward" in render_markdown(metrics)
+
+
+def test_repairs_are_traced_to_the_memories_their_verifying_step_showed(streams):
+    """"Repairs by the memory shown": the store rebuilt from the records holds the run's own ids, and
+    the twin's repair is counted as a same-database answer from its twin that no-memory did not find."""
+    from repairmem.bench.metrics import load_runs
+    from repairmem.bench.provenance import provenance_blocks, provenance_metrics, shown_ids, verifying_step
+    out, seed = streams
+    prov = provenance_metrics(load_runs([out]), baseline="iterative_grounded")
+    assert prov["available"] and "iterative_grounded-seed%d" % seed not in prov["streams"]
+    for name in ROWS[1:]:
+        stream = prov["streams"][f"{name}-seed{seed}"]
+        records = read(out, name, seed)
+        repaired = [r for r in records if r["final_correct"] and not r["initial_correct"]]
+        assert stream["repaired"] == sum(row["repaired"] for row in stream["rows"].values()) == len(repaired)
+        assert stream["unknown_ids"] == 0
+        store = open_store(out / "stores" / f"{name}-seed{seed}.db")
+        try:
+            kept = {m.id: m for m in store.all_variants()}
+        finally:
+            store.close()
+        for r in repaired:       # every shown id is a memory the run's store really holds
+            step = verifying_step(r)
+            assert r["attempts"][step["k"]]["outcome"] == "CORRECT"
+            assert set(shown_ids(step)) <= set(kept)
+    twin, _ = twin_record(out, "answers_grounded", seed)
+    shown = shown_ids(verifying_step(twin))
+    assert shown
+    row = prov["streams"][f"answers_grounded-seed{seed}"]["rows"]["answer, same database"]
+    assert row["repaired"] >= 1 and row["twin_answer"] >= 1
+    assert row["also_baseline"] <= row["repaired"] - 1          # the twin: no-memory did not repair it
+    blocks = provenance_blocks(prov)
+    assert blocks[0] == ("h2", "Repairs by the memory shown")
+    table = next(b for b in blocks if b[0] == "table")
+    assert table[1][-1] == "Also repaired by baseline"
+    assert any(cells[1] == "answer, same database" for cells in table[2])
+
+
+def test_repairs_by_memory_need_the_dataset_and_say_so(streams, tmp_path):
+    import shutil
+    from repairmem.bench.metrics import load_runs
+    from repairmem.bench.provenance import provenance_blocks, provenance_metrics
+    out, _ = streams
+    moved = tmp_path / "run"
+    shutil.copytree(out, moved, ignore=shutil.ignore_patterns("report", "stores"))
+    meta = json.loads((moved / "run.json").read_text())
+    meta["config"]["data"] = str(tmp_path / "nowhere")
+    (moved / "run.json").write_text(json.dumps(meta))
+    prov = provenance_metrics(load_runs([moved]), baseline="iterative_grounded")
+    assert prov["available"] is False and "could not be read" in prov["note"]
+    blocks = provenance_blocks(prov)
+    assert blocks[0][0] == "h2" and "needs the dataset" in blocks[1][1] and len(blocks) == 2

@@ -57,9 +57,9 @@ from ..errors import RepairmemError
 from ..gate.actions import ACTIONS
 from ..gate.reward import RewardConfig
 from .runner import reward_config
-from ..sql.datasets import load_dataset
 from ..sql.schema import database_identifiers
 from .metrics import Run, method_label
+from .twins import run_dataset
 
 __all__ = ["DATABASES_NOT_FOUND", "gate_blocks", "gate_metrics", "gate_stream_metrics", "gated_methods",
            "paired_final", "same_outcome_rewards"]
@@ -165,12 +165,8 @@ def paired_final(gated: Sequence[Mapping[str, Any]], other: Sequence[Mapping[str
 
 def _database_tables(run: Run) -> Callable[[str], frozenset[str] | None]:
     """db_id → identifiers of the run's databases; ``None`` for one that cannot be found or read."""
-    paths: dict[str, Path | None] = {}
-    try:
-        dataset = load_dataset(run.config["dataset"], run.config["data"])
-        paths = {ex.db_id: ex.db_path for ex in dataset.examples}
-    except (RepairmemError, OSError, KeyError, TypeError, ValueError):
-        pass
+    dataset, _ = run_dataset(run)
+    paths: dict[str, Path | None] = {} if dataset is None else {ex.db_id: ex.db_path for ex in dataset.examples}
     cache: dict[str, frozenset[str] | None] = {}
 
     def tables_of(db_id: str) -> frozenset[str] | None:

@@ -3,13 +3,14 @@
 ``write_report(RUN_DIR)`` reads the run folder (``run.json``, ``skipped.json``,
 ``records/*.jsonl``) — and, for the gated rows' foreign-table count only, the catalogues of the
 dataset's databases (:mod:`repairmem.bench.gating`), for the twin split only, the dataset's gold
-queries (:mod:`repairmem.bench.twins`) — and writes into ``RUN_DIR/report/``:
+queries (:mod:`repairmem.bench.twins`), for the repairs by memory only, its examples to rebuild each
+memory stream's store (:mod:`repairmem.bench.provenance`) — and writes into ``RUN_DIR/report/``:
 
 - ``report.md``    tables shaped like MERIT's Tables 1–4 (accuracy; paired comparison against a
                    baseline with a query-cluster bootstrap interval; the same split into twin and
                    non-twin examples (:mod:`repairmem.bench.twins`); repair behaviour and cost;
                    ablations against full MERIT), memory and retrieval use, the gated rows'
-                   decisions, failure types;
+                   decisions, the memories each repair came with, failure types;
 - ``report.html``  the same content as one page: tables in HTML, plots embedded as base64
                    ``data:`` URIs, no external asset;
 - ``metrics.json`` every number the tables and plots show, and more (per stream and per method);
@@ -39,6 +40,7 @@ from ..untrusted import printable
 from ..files import output_dir, write_atomic
 from .gating import gate_blocks, gate_metrics
 from .metrics import ABLATIONS, Run, load_runs, method_label, run_metrics
+from .provenance import provenance_blocks, provenance_metrics
 from .stats import compare_methods
 from .twins import twin_blocks, twin_metrics
 
@@ -109,6 +111,7 @@ def build_metrics(run: Run, *, baseline: str = "iterative", bootstrap: int = 10_
                         "difference": "variant - merit", "rows": ablation_rows}
     out["gating"] = gate_metrics(run)
     out["twins"] = twin_metrics(run, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
+    out["provenance"] = provenance_metrics(run, baseline=baseline)
     return out
 
 
@@ -164,6 +167,7 @@ def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
             *twin_blocks(m.get("twins") or {}),     # accuracy split by whether an earlier example had the same gold
             *_cost_blocks(m), *_sampling_blocks(m), *_ablation_blocks(m), *_memory_blocks(m),
             *gate_blocks(m.get("gating") or {}),    # gated rows: what the gate chose and what followed
+            *provenance_blocks(m.get("provenance") or {}),   # memory rows: the memories each repair came with
             *_failure_type_blocks(m), *_plot_blocks(m, plots)]
 
 

@@ -22,12 +22,14 @@ every seed, this is exactly Table 2's Δ restricted to the stratum.
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InvalidInputError, RepairmemError
 from ..types import normalize_sql
+from ..sql.datasets import load_dataset
 from .metrics import Run, _mean_std, method_label
 from .stats import cluster_bootstrap, paired_outcomes
 
@@ -131,13 +133,25 @@ def _paired(run: Run, method: str, baseline: str, marks: Mapping[int, Mapping[st
     return out
 
 
+@lru_cache(maxsize=2)
+def _load(name: str, data: str):
+    return load_dataset(name, data)
+
+
+def run_dataset(run: Run):
+    """(the run's dataset as ``run.json`` names it, ``None``) or (``None``, why it cannot be read).
+    The report's sections that read the dataset (twins, foreign tables, repairs by memory) share one load."""
+    try:
+        return _load(str(run.config["dataset"]), str(run.config["data"])), None
+    except (RepairmemError, OSError, KeyError, TypeError, ValueError) as exc:
+        return None, f"the dataset could not be read ({type(exc).__name__}: {exc})"
+
+
 def _dataset_examples(run: Run) -> tuple[list, str | None]:
     """Every example of the run's dataset (skipped ones too), or ``[]`` and why it cannot be read."""
-    from ..sql.datasets import load_dataset
-    try:
-        dataset = load_dataset(run.config["dataset"], run.config["data"])
-    except (RepairmemError, OSError, KeyError, TypeError, ValueError) as exc:
-        return [], f"the dataset could not be read ({type(exc).__name__}: {exc})"
+    dataset, why = run_dataset(run)
+    if dataset is None:
+        return [], why
     return [*dataset.examples, *(ex for ex, _ in dataset.skipped)], None
 
 
