@@ -10,24 +10,37 @@ memory_copying = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(memory_copying)
 
 
-def record(db_id, attempts, retrieved):
+def record(db_id, attempts, steps):
     return {"db_id": db_id, "attempts": [{"sql": s} for s in attempts],
-            "steps": [{"retrieved": r} for r in retrieved]}
+            "steps": [dict(step, k=k) for k, step in enumerate(steps, start=1)]}
 
 
-def test_tables_read_parses_and_falls_back_to_from_and_join_on_broken_sql():
+def test_tables_read_parses_and_falls_back_to_a_token_scan_on_broken_sql():
     assert memory_copying.tables_read("SELECT a FROM Dogs AS T1 JOIN owners ON 1") == {"dogs", "owners"}
     assert memory_copying.tables_read("SELECT a FROM Dogs WHERE ((") == {"dogs"}
+    assert memory_copying.tables_read("WITH d AS (SELECT 1) SELECT * FROM d JOIN pets") == {"pets"}
 
 
-def test_a_foreign_table_counts_as_copied_only_when_a_retrieved_memory_reads_it():
-    kennel = SimpleNamespace(namespace="dog_kennels", before="SELECT * FROM Dogs", after="SELECT * FROM Professionals")
-    local = SimpleNamespace(namespace="pets_1", before="SELECT * FROM Pets", after="SELECT * FROM Has_Pet")
-    memories = {1: kennel, 2: local}
+KENNEL = SimpleNamespace(namespace="dog_kennels", before="SELECT * FROM Dogs", after="SELECT * FROM Professionals")
+LOCAL = SimpleNamespace(namespace="pets_1", before="SELECT * FROM Pets", after="SELECT * FROM Has_Pet")
+OWN = lambda db: {"pets", "has_pet", "student"}
+
+
+def test_a_foreign_table_counts_as_copied_only_when_a_shown_memory_reads_it():
     records = [record("pets_1", ["SELECT 1 FROM Pets",
                                  "SELECT * FROM Dogs",          # foreign, and memory 1 reads it: copied
                                  "SELECT * FROM Cats",          # foreign, in no memory: invented
                                  "SELECT * FROM Has_Pet"],      # its own database's table
-                      [{"positive": [2], "negative": [1]}, {"positive": [2], "negative": []}, None])]
-    counts = memory_copying.stream_counts(records, memories, lambda db: {"pets", "has_pet", "student"})
-    assert counts == dict(generations=3, foreign=2, copied=1, retrieved=3, retrieved_elsewhere=1)
+                      [{"retrieved": {"positive": [2], "negative": [1]}},
+                       {"retrieved": {"positive": [2], "negative": []}},
+                       {"retrieved": None}])]
+    counts = memory_copying.stream_counts(records, {1: KENNEL, 2: LOCAL}, OWN)
+    assert counts == dict(generations=3, foreign=2, copied=1, shown=3, shown_elsewhere=1)
+
+
+def test_a_memory_the_gate_retrieved_but_withheld_is_not_a_source_of_copies():
+    steps = [{"retrieved": {"positive": [2], "negative": [1]}, "gate": {"injected": []}},     # withheld
+             {"retrieved": {"positive": [2], "negative": [1]}, "gate": {"injected": [1]}}]    # shown
+    records = [record("pets_1", ["SELECT 1 FROM Pets", "SELECT * FROM Dogs", "SELECT * FROM Dogs"], steps)]
+    counts = memory_copying.stream_counts(records, {1: KENNEL, 2: LOCAL}, OWN)
+    assert counts == dict(generations=2, foreign=2, copied=1, shown=1, shown_elsewhere=1)

@@ -32,7 +32,7 @@ from .metrics import Run, method_label
 from .runner import refill_store
 from .twins import run_dataset, twin_key
 
-__all__ = ["KINDS", "provenance_blocks", "provenance_metrics", "shown_ids", "verifying_step"]
+__all__ = ["KINDS", "provenance_blocks", "provenance_metrics", "shown_ids", "stream_memories", "verifying_step"]
 
 KINDS = ("answer", "transition", "failed direction")
 NO_MEMORY = "no memory shown"
@@ -62,8 +62,10 @@ def _kind(memory) -> str:
     return "transition" if memory.polarity == "+" else "failed direction"
 
 
-def _stream_memories(records: Sequence[Mapping[str, Any]], dataset, method: str, seed: int) -> dict[int, Any]:
-    """id → MemoryVariant of the stream's store, rebuilt from its records."""
+def stream_memories(records: Sequence[Mapping[str, Any]], dataset, method: str, seed: int) -> dict[int, Any]:
+    """id → MemoryVariant of a stream's store, rebuilt from its records in memory ({} for a row without memory)."""
+    if method not in METHODS or not METHODS[method].uses_memory:
+        return {}
     store = SQLiteMemoryStore(":memory:")
     try:
         refill_store(store.finalize, list(records), dataset, method, f"{method}-seed{seed}")
@@ -130,7 +132,7 @@ def provenance_metrics(run: Run, *, baseline: str = "iterative") -> dict[str, An
             if (baseline, seed) in run.records:
                 ok = {r["example_id"] for r in run.records[(baseline, seed)] if r.get("final_correct")}
             out["streams"][f"{name}-seed{seed}"] = {"method": name, "seed": seed,
-                                                    **_stream(records, _stream_memories(records, dataset, name, seed),
+                                                    **_stream(records, stream_memories(records, dataset, name, seed),
                                                               by_id, ok)}
     return out
 
