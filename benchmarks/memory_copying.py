@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
+
 from repairmem.bench.metrics import load_run
 from repairmem.bench.provenance import shown_ids, stream_memories
 from repairmem.classify.sql_signatures import sql_parts
@@ -36,10 +38,13 @@ def database_tables(path: Path) -> set[str]:
     return {name[len("table:"):] for name in database_identifiers(path) if name.startswith("table:")}
 
 
-def stream_counts(records: list[dict], memories: dict, tables_of_db) -> dict[str, int]:
+def stream_counts(records: list[dict], memories: dict, tables_of_db,
+                  per_example: dict | None = None) -> dict[str, int]:
+    """The stream's counts; ``per_example[example_id]`` gets [generations, foreign] when given."""
     counts = dict(generations=0, foreign=0, copied=0, shown=0, shown_elsewhere=0)
     for record in records:
         own = tables_of_db(record["db_id"])
+        mine = [len(record["steps"]), 0]
         for index, step in enumerate(record["steps"]):
             attempt = record["attempts"][int(step.get("k", index + 1))]
             counts["generations"] += 1
@@ -49,9 +54,27 @@ def stream_counts(records: list[dict], memories: dict, tables_of_db) -> dict[str
             foreign = tables_read(attempt["sql"]) - own
             if foreign:
                 counts["foreign"] += 1
+                mine[1] += 1
                 from_memory = set().union(*(tables_read(m.before) | tables_read(m.after) for m in shown))
                 counts["copied"] += bool(foreign & from_memory)
+        if per_example is not None:
+            per_example[record.get("example_id", len(per_example))] = mine
     return counts
+
+
+def rate_difference(a: dict, b: dict, *, resamples: int = 10_000, seed: int = 0) -> tuple[float, float, float] | None:
+    """Foreign-table rate of ``a`` minus ``b`` (Σ foreign / Σ generations, percentage points) over the
+    examples both hold, with a 95 % percentile interval from resampling examples (seeded); ``None``
+    when they share no example with a repair generation."""
+    ids = sorted(set(a) & set(b))
+    fa, ga, fb, gb = (np.array([float(x[key][i]) for key in ids]) for x, i in ((a, 1), (a, 0), (b, 1), (b, 0)))
+    if not ids or ga.sum() == 0 or gb.sum() == 0:
+        return None
+    idx = np.random.default_rng(seed).integers(0, len(ids), size=(resamples, len(ids)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stats = 100 * (fa[idx].sum(1) / ga[idx].sum(1) - fb[idx].sum(1) / gb[idx].sum(1))
+    low, high = np.nanquantile(stats, [0.025, 0.975])
+    return 100 * (fa.sum() / ga.sum() - fb.sum() / gb.sum()), float(low), float(high)
 
 
 def main() -> None:
@@ -60,9 +83,10 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="the dataset folder (default: each run's --data)")
     args = parser.parse_args()
     pct = lambda n, d: f"{100 * n / d:.1f}" if d else "–"
-    print("| Stream | Repair generations | Naming a foreign table % | Copied from a shown memory % "
-          "| Memories shown | From another database % |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| Stream | Repair generations | Naming a foreign table % | Δ pp vs the first stream [95 %] "
+          "| Copied from a shown memory % | Memories shown | From another database % |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    first: dict | None = None
     cache: dict[Path, set[str]] = {}
     for run_dir in args.run_dir:
         run = load_run(run_dir)
@@ -77,8 +101,12 @@ def main() -> None:
         for method, seed in ((m, s) for m in run.methods for s in run.seeds(m)):
             records = run.records[method, seed]
             memories = stream_memories(records, dataset, method, seed)
-            c = stream_counts(records, memories, tables_of_db)
+            mine: dict = {}
+            c = stream_counts(records, memories, tables_of_db, mine)
+            delta = None if first is None else rate_difference(mine, first)
+            first = mine if first is None else first
             print(f"| `{method}`-seed{seed} | {c['generations']} | {pct(c['foreign'], c['generations'])} "
+                  f"| {'–' if delta is None else '{:+.1f} [{:+.1f}, {:+.1f}]'.format(*delta)} "
                   f"| {pct(c['copied'], c['generations']) if memories else '–'} | {c['shown']} "
                   f"| {pct(c['shown_elsewhere'], c['shown']) if memories else '–'} |")
 

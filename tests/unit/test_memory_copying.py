@@ -44,3 +44,13 @@ def test_a_memory_the_gate_retrieved_but_withheld_is_not_a_source_of_copies():
     records = [record("pets_1", ["SELECT 1 FROM Pets", "SELECT * FROM Dogs", "SELECT * FROM Dogs"], steps)]
     counts = memory_copying.stream_counts(records, {1: KENNEL, 2: LOCAL}, OWN)
     assert counts == dict(generations=2, foreign=2, copied=1, shown=1, shown_elsewhere=1)
+
+
+def test_the_rate_difference_is_over_shared_examples_with_an_interval_that_holds_it():
+    same = {"a": [4, 1], "b": [2, 0], "c": [3, 0]}
+    assert memory_copying.rate_difference(same, dict(same)) == (0.0, 0.0, 0.0)
+    worse = {"a": [4, 3], "b": [2, 2], "c": [3, 0], "only-here": [5, 5]}
+    delta, low, high = memory_copying.rate_difference(worse, same, resamples=2000)
+    assert delta == 100 * (5 / 9 - 1 / 9)                       # "only-here" is not shared: left out
+    assert low <= delta <= high and high <= 100
+    assert memory_copying.rate_difference({"a": [0, 0]}, {"a": [0, 0]}) is None
