@@ -147,6 +147,11 @@ def test_the_report_scores_every_stream_under_the_outcome_reward(streams):
         assert x["reward"] == pytest.approx(3 * verified - per_token * tokens)
         assert (tokens == 0) == (name == "iterative_grounded")
     assert "Every stream under the outcome reward" in render_markdown(metrics)
+    for name in ("merit_answers_gated", "merit_answers_linucb"):     # same outcome, under the row's own reward
+        gate = metrics["gating"]["streams"][name][str(seed)]
+        assert metrics["gating"]["reward_weights"][name]["rejected"] == 0.0
+        assert gate["never_inject_same_outcome"] == gate["always_inject_same_outcome"] == 3 * gate["repaired_steps"]
+    assert "`merit_answers_gated`: +3 / +3 / +0" in metrics["gating"]["caption"]
 
 
 def test_repairs_are_traced_to_the_memories_their_verifying_step_showed(streams):

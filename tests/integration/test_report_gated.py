@@ -97,7 +97,7 @@ def recount(run_dir, seed):
 def test_only_the_gated_row_gets_a_gate_table(metrics):
     assert list(metrics["gating"]["streams"]) == [GATED]
     assert sorted(metrics["gating"]["streams"][GATED]) == ["0", "1"]
-    assert metrics["gating"]["reward_weights"]["correct_abstain"] == 0.5
+    assert metrics["gating"]["reward_weights"][GATED]["correct_abstain"] == 0.5     # the review's reward
 
 
 @pytest.mark.parametrize("seed", SEEDS)

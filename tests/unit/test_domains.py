@@ -10,7 +10,8 @@ import pytest
 from repairmem import Memory
 from repairmem.agents.terminal.experience import ExperienceDomain, HintQuery
 from repairmem.domains import DEFAULT_DOMAINS, Domain, SqlDomain, SqlFailure, TerminalDomain, TerminalFailure
-from repairmem.domains.sql import RENDERINGS
+from repairmem.classify.sql_signatures import sql_parts
+from repairmem.domains.sql import RENDERINGS, copies_foreign_names
 from repairmem.errors import InvalidInputError
 from repairmem.gate.actions import render
 from repairmem.sql.prompts import MEMORY_BLOCK
@@ -190,3 +191,26 @@ def test_a_long_logs_tail_is_what_the_dense_channel_embeds():
     short = TerminalDomain().query(TerminalFailure("make", "make: not found"), diag, position=1, query_id="q",
                                    namespace="p")
     assert short.dense_text == short.text
+
+
+# A real false "copy" (records/g300-gated, spider_dev/398, 0.5B model's repair on course_teach): both
+# queries are broken, so both fall back to the token scan, which read the aliases T1 / T2 as columns
+# the database lacks, and the gate was charged a false positive for a memory of its own database.
+COURSE_TEACH = frozenset({"table:course", "table:course_arrange", "table:teacher", "column:age", "column:course",
+                          "column:course_id", "column:grade", "column:hometown", "column:name",
+                          "column:staring_date", "column:teacher_id"})
+REPAIR_398 = ("SELECT htown FROM course AS t JOIN teacher AS t2 ON t.tteacher_id = t2.teacher_id "
+              "GROUP BY t2.town GROUP BY t2.hometown HAVING COUNT(*) >= 2")
+SHOWN_398 = ("SELECT T2.Name\nFROM course_arrange AS T1\nJOIN teacher AS T2 ON T1.Teacher_ID = T2.Teacher_ID\n"
+             "GROUP BY T1.Teacher_ID\nHAVING COUNT(T1.Course_ID) >= 2\n    status: EXECUTION_ERROR")
+
+
+def test_aliases_of_broken_queries_are_not_copied_names():
+    tables, columns, _ = sql_parts(REPAIR_398)
+    assert tables == {"course", "teacher"} and not {"t", "t2"} & columns
+    assert not {"t1", "t2"} & sql_parts(SHOWN_398)[1]
+    same_db = MemoryVariant(kind="sql", polarity="+", namespace="course_teach", failure_type="Syntax",
+                            question="q", before=SHOWN_398, after=SHOWN_398.split("\n    status")[0], outcome="CORRECT")
+    assert not copies_foreign_names(REPAIR_398, [same_db], COURSE_TEACH)
+    kennel = same_db.with_(namespace="dog_kennels", after="SELECT name FROM Dogs AS T1 JOIN Owners T2 ON 1 ((")
+    assert copies_foreign_names("SELECT htown FROM Dogs, teacher ((", [kennel], COURSE_TEACH)   # a real copy stays one

@@ -13,12 +13,12 @@ such a stream records ``step["gate"] = {"recall", "action", "injected", "why", "
   and latency cost); ``reward_per_step`` = reward_total / steps;
 - same-outcome accounting, **not a counterfactual estimate**: the outcome a different choice would
   have led to is not observable, so each step keeps the outcome it had and only the reward is
-  re-scored under the other policy's choice, with the gate's default weights
-  (``gate.reward.RewardConfig``) and no token or latency cost:
-  ``never_inject_same_outcome`` = Σ_steps w_correct_abstain · [repaired]  (0.5 per repaired step),
-  ``always_inject_same_outcome`` = Σ_steps (w_verified + w_accepted) · [repaired] − w_rejected ·
-  [not repaired]  (+3 per repaired step, −1 per other step; a copied foreign identifier's −4 is not
-  charged); ``regret_vs_never_inject`` = never_inject_same_outcome − reward_total and
+  re-scored under the other policy's choice, with the row's own weights (``runner.reward_config``:
+  the review's ``RewardConfig`` defaults, or the outcome reward) and no token or latency cost:
+  ``never_inject_same_outcome`` = Σ_steps w_correct_abstain · [repaired]  (review 0.5, outcome 3 per
+  repaired step), ``always_inject_same_outcome`` = Σ_steps (w_verified + w_accepted) · [repaired] −
+  w_rejected · [not repaired]  (+3 per repaired step; review −1, outcome 0 per other step; a false
+  positive's −4 is not charged); ``regret_vs_never_inject`` = never_inject_same_outcome − reward_total and
   ``regret_vs_always_inject`` = always_inject_same_outcome − reward_total (positive: that fixed
   policy would have scored more on these outcomes). The assumption that the choice did not change
   the outcome is exactly what the paired comparison below does not need;
@@ -68,11 +68,23 @@ DATABASES_NOT_FOUND = "n/a (databases not found)"
 #: the ungated partners of a gated row: (always inject, never inject), by whether the row is grounded
 PARTNERS = {True: ("merit_grounded", "iterative_grounded"), False: ("merit", "iterative")}
 CAPTION = ("Same-outcome accounting, not a counterfactual estimate: what another choice would have led to is not "
-           "observable, so every step keeps the outcome it had and only its reward is re-scored as if never-inject "
-           "(+0.5 correct abstain when the step repaired, else 0) or always-inject (+3 accepted and verified when "
-           "repaired, −1 rejected otherwise; no token cost, no −4 false-positive charge) had chosen. Regret = that "
-           "policy's same-outcome total − the gate's recorded total (which includes the payload's token cost); "
-           "positive means the fixed policy would have scored more on these outcomes.")
+           "observable, so every step keeps the outcome it had and only its reward is re-scored, under the row's own "
+           "reward weights, as if never-inject (correct abstain per repaired step, else 0) or always-inject (accepted "
+           "+ verified per repaired step, − rejected per other step; no token cost, no false-positive charge) had "
+           "chosen. Regret = that policy's same-outcome total − the gate's recorded total (which includes the "
+           "payload's token cost and its false-positive charges); positive means the fixed policy would have scored "
+           "more on these outcomes. Where a reward scores injection and abstention alike on one outcome (the outcome "
+           "reward), this accounting cannot favour either choice, and the comparison of the real streams is the "
+           "section \"Every stream under the outcome reward\".")
+
+
+def _caption(weights: Mapping[str, Mapping[str, float]]) -> str:
+    """The caption with each row's weights (correct abstain / accepted + verified / rejected)."""
+    def w(x: Mapping[str, float]) -> str:
+        return (f"{x['correct_abstain']:+g} / {x['accepted'] + x['verified']:+g} / "
+                f"{(-x['rejected']) or 0.0:+g}".replace("+-", "-"))
+    rows = "; ".join(f"`{m}`: {w(x)}" for m, x in weights.items())
+    return f"{CAPTION} Weights (correct abstain / accepted + verified / rejected): {rows}."
 
 
 def gated_methods(run: Run) -> list[str]:
@@ -101,10 +113,11 @@ def same_outcome_rewards(steps: int, repaired: int, weights: RewardConfig = Rewa
 
 
 def gate_stream_metrics(records: Sequence[Mapping[str, Any]], *, guarded: bool | None = None,
-                        tables_of: Callable[[str], frozenset[str] | None] | None = None) -> dict[str, Any]:
+                        tables_of: Callable[[str], frozenset[str] | None] | None = None,
+                        weights: RewardConfig = RewardConfig()) -> dict[str, Any]:
     """The numbers of one gated stream (module docstring). ``tables_of(db_id)`` returns the database's
     ``table:x`` / ``column:y`` identifiers, or ``None`` when it cannot be read; without it the
-    foreign-table count is not computed."""
+    foreign-table count is not computed. ``weights``: the row's own reward, for the same-outcome totals."""
     by_action = {a.value: {"steps": 0, "injected": 0, "repaired": 0} for a in ACTIONS}
     steps = injected = repaired = catches = new_catches = generations = foreign = 0
     reward = 0.0
@@ -136,7 +149,7 @@ def gate_stream_metrics(records: Sequence[Mapping[str, Any]], *, guarded: bool |
             repaired += ok
             reward += float(gate.get("reward") or 0.0)
     reward = round(reward, 6)
-    never, always = same_outcome_rewards(steps, repaired)
+    never, always = same_outcome_rewards(steps, repaired, weights)
     return {
         "steps": steps, "injected_steps": injected, "repaired_steps": repaired,
         "by_action": {a: c for a, c in by_action.items() if c["steps"]},
@@ -221,14 +234,17 @@ def gate_metrics(run: Run) -> dict[str, Any]:
         per = {}
         for seed in run.seeds(name):
             records = run.records[(name, seed)]
-            m = gate_stream_metrics(records, guarded=None if spec is None else spec.negative_guard, tables_of=tables_of)
+            m = gate_stream_metrics(records, guarded=None if spec is None else spec.negative_guard, tables_of=tables_of,
+                                    weights=RewardConfig() if spec is None else reward_config(spec))
             always, never = PARTNERS[grounded]
             m["paired"] = {role: ({"method": partner, **paired_final(records, run.records[(partner, seed)])}
                                   if (partner, seed) in run.records else None)
                            for role, partner in (("always_inject", always), ("never_inject", never))}
             per[str(seed)] = m
         streams[name] = per
-    out = {"streams": streams, "reward_weights": RewardConfig().to_dict(), "caption": CAPTION}
+    weights = {name: (RewardConfig() if name not in METHODS else reward_config(METHODS[name])).to_dict()
+               for name in methods}
+    out = {"streams": streams, "reward_weights": weights, "caption": _caption(weights)}
     outcome = _outcome_table(run) if methods else None
     if outcome is not None:     # only then: the reports of earlier runs stay as they were
         out["outcome"] = outcome
@@ -253,7 +269,7 @@ def gate_blocks(gating: Mapping[str, Any]) -> list[tuple]:
     rows = [[label(m, s), f"`{a}`", str(c["steps"]), str(c["injected"]), str(c["repaired"])]
             for m, per in streams.items() for s, x in per.items() for a, c in x["by_action"].items()]
     doc.append(("table", ["Stream", "Action", "Steps", "Injected", "Repaired after"], rows, "llrrr"))
-    doc.append(("p", CAPTION + " Foreign tables: repair generations whose SQL reads a table the example's database "
+    doc.append(("p", gating.get("caption", CAPTION) + " Foreign tables: repair generations whose SQL reads a table the example's database "
                      "lacks. Guard catches: steps whose repair the negative guard refused (a direction that failed "
                      "before on this database); new: not a repeat of an attempt already caught."))
     rows = []

@@ -34,7 +34,7 @@ from .terminal import Signatures
 _MAX_SQL_CHARS = 20_000
 _ERROR_IDENT = re.compile(r"no such (?:table|column):\s*([\w.]+)|(?:ambiguous column name|unknown column)"
                           r":?\s*['\"`]?([\w.]+)", re.IGNORECASE)
-_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)?|\d+(?:\.\d+)?")
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)?|\d+(?:\.\d+)?|[,()]")
 _KEYWORDS = frozenset("""select from where group by order having limit join on as and or not in is null like
     between distinct count sum avg min max union intersect except inner left right outer cross natural asc desc
     case when then else end exists all any offset with values cast""".split())
@@ -59,11 +59,18 @@ def sql_parts(sql: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]
 
 
 def _scan(sql: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """Token fallback for unparsable SQL: words after FROM/JOIN are tables, other words columns."""
-    tables, columns, literals = set(), set(), set()
-    previous = ""
+    """Token fallback for unparsable SQL: words after FROM/JOIN are tables, other words columns,
+    except aliases (a word after AS, or right after a table): ``FROM course AS t2`` reads no column ``t2``."""
+    tables, columns, aliases, literals = set(), set(), set(), set()
+    previous, after_table, in_from = "", False, False
     for token in _TOKEN.findall(sql):
         low = token.lower()
+        was_table, after_table = after_table, False
+        if token in ",()":     # FROM a, b: b is a table too; a parenthesis ends a FROM list
+            previous, in_from = ("from" if token == "," and in_from else token), in_from and token == ","
+            continue
+        if low in _KEYWORDS and low not in ("as", "from", "join"):
+            in_from = False
         if token[0] in "'\"`" and len(token) >= 2:
             if token[0] == "'":
                 literals.add(token[1:-1].replace("''", "'"))
@@ -73,10 +80,13 @@ def _scan(sql: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
             pass
         elif previous in ("from", "join"):
             tables.add(low)
+            after_table = in_from = True
+        elif previous == "as" or was_table:
+            aliases.add(low)
         else:
             columns.add(low.split(".")[-1])
         previous = low
-    return frozenset(tables), frozenset(columns - tables), frozenset(literals)
+    return frozenset(tables), frozenset(columns - tables - aliases), frozenset(literals)
 
 
 def error_identifiers(error: str) -> frozenset[str]:
