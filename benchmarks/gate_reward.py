@@ -24,6 +24,9 @@ Three parts, each printed as a Markdown table (docs/results.md, issue 29):
    The policies replay those calls in stream order (features as the RSCB-MC stream's gate logged
    them; injecting actions get the hints stream's outcome, top1_resolution the blocks'), under the
    review's reward and under the outcome reward, and the table says what they converge to.
+   ``--stream g300``: the same on the grouped 300-example stream of issue 29's rows (no memory,
+   MERIT's blocks, the answers; an injecting action whose logged lead is an answer gets the
+   answers row's outcome, any other MERIT's blocks'; features from ``merit_answers_gated``'s audit).
 """
 
 from __future__ import annotations
@@ -147,15 +150,33 @@ def simulate(rounds: int, reps: int, config: RewardConfig) -> list[str]:
 
 # -- 3. the first repair call of the committed streams ---------------------------------------------------
 
-def first_calls(root: Path):
-    """Per failed example, in stream order: (logged features, tokens of the blocks and of the hints,
-    verified without memory, with blocks, with hints)."""
-    it = records(root / "spider200/records/iterative_grounded-seed0.jsonl.gz")
-    mg = records(root / "spider200mg/records/merit_grounded-seed0.jsonl.gz")
-    hi = records(root / "spider200hints/records/merit_grounded_hints-seed0.jsonl.gz")
+#: the full-information first calls of a stream: the never-inject row, the two injecting arms
+#: (top1_resolution takes the first, the other injecting actions the second), the gated row's audit
+STREAMS = {
+    "spider200": (("spider200", "iterative_grounded"), ("spider200mg", "merit_grounded"),
+                  ("spider200hints", "merit_grounded_hints"), ("spider200gated", "merit_grounded_gated")),
+    "g300": (("g300-iter", "iterative_grounded"), ("g300-merit", "merit_grounded"),
+             ("g300-answers", "answers_grounded"), ("g300-gated", "merit_answers_gated")),
+}
+ARMS = {"spider200": ("MERIT's blocks", "the hints"), "g300": ("MERIT's blocks", "the answers")}
+
+
+def arm_of(stream: str, decision, x) -> int:
+    """Which arm's outcome an injecting decision gets: on spider200 top1_resolution shows MERIT's
+    blocks and the other actions the hints; on g300 an answer lead shows the answers, else the blocks."""
+    if stream == "g300":
+        return 1 if x[INDEX["lead_is_answer"]] else 0
+    return 0 if decision.index == TOP1 else 1
+
+
+def first_calls(root: Path, stream: str = "spider200"):
+    """Per failed example, in stream order: (logged features, tokens of each arm's payload,
+    verified without memory, with the first arm, with the second), over the examples every row holds."""
+    (never, *arms, (gated, gated_method)) = STREAMS[stream]
+    it, a1, a2 = (records(root / f"{folder}/records/{method}-seed0.jsonl.gz") for folder, method in (never, *arms))
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "audit.db"
-        db.write_bytes(gzip.decompress((root / "spider200gated/audit/merit_grounded_gated-seed0.db.gz").read_bytes()))
+        db.write_bytes(gzip.decompress((root / f"{gated}/audit/{gated_method}-seed0.db.gz").read_bytes()))
         con = sqlite3.connect(db)
         first = {}
         for session, features in con.execute("SELECT session, features FROM decisions ORDER BY id"):
@@ -163,18 +184,19 @@ def first_calls(root: Path):
         con.close()
     rows = []
     for e in sorted(it, key=lambda e: it[e]["position"]):
-        if it[e]["initial_correct"] or e not in first:
+        if it[e]["initial_correct"] or e not in first or e not in a1 or e not in a2:
             continue
         x = first[e] + [0.0] * (N_FEATURES - len(first[e]))
         x[INDEX["step_index"]] = 1.0
         base = it[e]["steps"][0]["calls"][-1]["prompt_tokens"]
-        ok = [r[e]["attempts"][1]["outcome"] == "CORRECT" for r in (it, mg, hi)]
-        tok = [max(0, r[e]["steps"][0]["calls"][-1]["prompt_tokens"] - base) for r in (mg, hi)]
+        ok = [r[e]["attempts"][1]["outcome"] == "CORRECT" for r in (it, a1, a2)]
+        tok = [max(0, r[e]["steps"][0]["calls"][-1]["prompt_tokens"] - base) for r in (a1, a2)]
         rows.append((x, tok, ok))
     return rows
 
 
-def replay(rows, policy_name: str, params: dict, config: RewardConfig, passes: int, seed: int):
+def replay(rows, policy_name: str, params: dict, config: RewardConfig, passes: int, seed: int,
+           stream: str = "spider200"):
     """(injection rate in the last pass, mean reward per call in the last pass)."""
     gate = Gate(make_policy(policy_name, **params), ledger=Ledger(), reward_config=config)
     rng = np.random.default_rng(seed)
@@ -184,7 +206,7 @@ def replay(rows, policy_name: str, params: dict, config: RewardConfig, passes: i
             x, tok, ok = rows[i]
             decision = gate.policy.decide(x)
             if decision.injects:
-                arm = 0 if decision.index == TOP1 else 1
+                arm = arm_of(stream, decision, x)
                 verified, tokens = ok[1 + arm], tok[arm]
                 fb = Feedback(accepted=verified, verified=verified, tokens=tokens,
                               rejected=not verified and config.rejected > 0)
@@ -197,18 +219,19 @@ def replay(rows, policy_name: str, params: dict, config: RewardConfig, passes: i
     return injected / len(rows), total / len(rows)
 
 
-def logged(root: Path, config: RewardConfig, passes: int = 20) -> list[str]:
-    rows = first_calls(root)
+def logged(root: Path, config: RewardConfig, passes: int = 20, stream: str = "spider200") -> list[str]:
+    rows = first_calls(root, stream)
     n = len(rows)
     rates = [sum(r[2][k] for r in rows) for k in range(3)]
-    lines = [f"{n} first repair calls; verified without memory {rates[0]}, with MERIT's blocks {rates[1]}, "
-             f"with the hints {rates[2]}; mean payload tokens {np.mean([r[1][0] for r in rows]):.0f} (blocks), "
-             f"{np.mean([r[1][1] for r in rows]):.0f} (hints)", "",
+    one, two = ARMS[stream]
+    lines = [f"{n} first repair calls; verified without memory {rates[0]}, with {one} {rates[1]}, "
+             f"with {two} {rates[2]}; mean payload tokens {np.mean([r[1][0] for r in rows]):.0f} ({one}), "
+             f"{np.mean([r[1][1] for r in rows]):.0f} ({two})", "",
              "| reward | policy | injects (last pass) | reward / call (last pass) |", "|---|---|---:|---:|"]
     for label, cfg in (("review (issue 17)", RewardConfig()), ("outcome (issue 29)", config)):
         for row in ROWS:
             m = METHODS[row]
-            res = np.array([replay(rows, m.gate, dict(m.gate_params), cfg, passes, s) for s in range(5)])
+            res = np.array([replay(rows, m.gate, dict(m.gate_params), cfg, passes, s, stream) for s in range(5)])
             lines.append(f"| {label} | {m.gate} | {res[:, 0].mean():.0%} | {res[:, 1].mean():+.4f} |")
     return lines
 
@@ -218,6 +241,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--records", default=str(Path(__file__).resolve().parents[1] / "records"))
+    parser.add_argument("--stream", choices=sorted(STREAMS), default="spider200",
+                        help="the logged streams: the stratified 200 (issue 17's rows) or the grouped 300 (issue 29's)")
     args = parser.parse_args()
     root = Path(args.records)
     per_repair, tokens, repaired = tokens_per_repair(root / "spider200")
@@ -229,8 +254,8 @@ def main() -> None:
           f"{150 / per_repair:.2%} to its step's verified rate\n")
     print(f"## simulate ({args.rounds} calls, {args.reps} seeds)\n")
     print("\n".join(simulate(args.rounds, args.reps, config)))
-    print("\n## logged\n")
-    print("\n".join(logged(root, config)))
+    print(f"\n## logged ({args.stream})\n")
+    print("\n".join(logged(root, config, stream=args.stream)))
 
 
 if __name__ == "__main__":
