@@ -181,7 +181,8 @@ def test_repairs_are_traced_to_the_memories_their_verifying_step_showed(streams)
     shown = shown_ids(verifying_step(twin))
     assert shown
     row = prov["streams"][f"answers_grounded-seed{seed}"]["rows"]["answer, same database"]
-    assert row["repaired"] >= 1 and row["twin_answer"] >= 1
+    assert row["repaired"] >= 1 and row["twin_answer"] >= 1 and row["reference_shown"] >= 1
+    assert row["answer_copied"] >= 1          # the scripted model answers with the shown SQL
     assert row["also_baseline"] <= row["repaired"] - 1          # the twin: no-memory did not repair it
     blocks = provenance_blocks(prov)
     assert blocks[0] == ("h2", "Repairs by the memory shown")

@@ -16,6 +16,11 @@ the ids the run's store assigned; no text is embedded). Each shown memory then h
 - for an answer, whether its source question is the repaired example's *twin* (same gold query on
   the same database, :func:`repairmem.bench.twins.twin_key`): a twin's verified answer is the answer.
 
+And per repair, whether its verified SQL *is* a shown answer's (normalised, ``types.normalize_sql``:
+the answer copied, not adapted), and whether a memory block of the verifying step's prompt held the reference SQL or
+rows (the loop's audit counts it in ``calls[].memories_equal_to_reference``; allowed, since a
+paraphrase's verified answer may be this question's, and counted).
+
 Per stream, the repaired episodes are counted by (kinds shown, scope) — "no memory shown" first —
 with how many of them the baseline stream of the same seed also repaired (a repair both find is
 not memory's). The dataset (questions, schemas, gold queries) is read through ``run.json``.
@@ -27,7 +32,7 @@ from typing import Any, Mapping, Sequence
 
 from ..agents.sql_repair import METHODS
 from ..store.sqlite import SQLiteMemoryStore
-from ..types import ANSWER
+from ..types import ANSWER, normalize_sql
 from .metrics import Run, method_label
 from .runner import refill_store
 from .twins import run_dataset, twin_key
@@ -98,9 +103,13 @@ def _stream(records, memories: Mapping[int, Any], by_id: Mapping[str, Any], base
             _kind(m) == "answer" and any(p.source_query in by_id and twin_key(by_id[p.source_query]) == twin_key(example)
                                          for p in m.provenance) for m in shown)
         twin_answers += twin
-        row = rows.setdefault(_label(kinds, scopes), {"repaired": 0, "also_baseline": 0, "twin_answer": 0})
+        row = rows.setdefault(_label(kinds, scopes), {"repaired": 0, "also_baseline": 0, "twin_answer": 0,
+                                                      "answer_copied": 0, "reference_shown": 0})
+        verified = normalize_sql(record["attempts"][int(step["k"])]["sql"] or "") if step is not None else None
         row["repaired"] += 1
+        row["answer_copied"] += any(_kind(m) == "answer" and normalize_sql(m.after) == verified for m in shown)
         row["twin_answer"] += twin
+        row["reference_shown"] += any(c.get("memories_equal_to_reference") for c in (step or {}).get("calls", ()))
         if baseline_ok is not None:
             row["also_baseline"] += record["example_id"] in baseline_ok
     order = sorted(rows, key=lambda k: (k != NO_MEMORY, -rows[k]["repaired"], k))
@@ -150,7 +159,9 @@ def provenance_blocks(provenance: Mapping[str, Any]) -> list[tuple]:
                      "shown at the step whose attempt verified first: their kinds (answer, transition, failed "
                      "direction) and whether they came from the example's own database. Memory ids are resolved "
                      "in the stream's store, rebuilt from its records. Twin answer: a shown answer memory was "
-                     "verified on the example's twin (same gold query)."
+                     "verified on the example's twin (same gold query). Answer copied: the verified SQL is a shown "
+                     "answer's (normalised). Reference in a shown memory: the loop's "
+                     "audit found the reference SQL or rows in a memory block of that step's prompt."
                      + (f" Also repaired by `{base}`: the same example is finally correct in that stream of the "
                         "same seed." if base else "")))
     if provenance.get("note"):
@@ -159,16 +170,16 @@ def provenance_blocks(provenance: Mapping[str, Any]) -> list[tuple]:
         if stream["unknown_ids"]:
             doc.append(("p", f"{key}: {stream['unknown_ids']} shown memory ids are not in the store rebuilt from "
                              "its records (a record written by another version?); they are left out."))
-    headers = ["Stream", "Shown at the verifying step", "Repaired", "Twin answer"]
-    headers += ["Also repaired by baseline"] if base else []
+    keys = ["repaired", "twin_answer", "answer_copied", "reference_shown", *(["also_baseline"] if base else [])]
+    headers = ["Stream", "Shown at the verifying step", "Repaired", "Twin answer", "Answer copied",
+               "Reference in a shown memory",
+               *(["Also repaired by baseline"] if base else [])]
     rows = []
     for stream in provenance["streams"].values():
         label = method_label(stream["method"])
         name = f"{label} (`{stream['method']}`) seed {stream['seed']}"
         for what, row in stream["rows"].items():
-            rows.append([name, what, str(row["repaired"]), str(row["twin_answer"]),
-                         *([str(row["also_baseline"])] if base else [])])
-        rows.append([name, "**all repairs**", str(stream["repaired"]), str(stream["twin_answer"]),
-                     *([str(sum(r["also_baseline"] for r in stream["rows"].values()))] if base else [])])
+            rows.append([name, what, *(str(row[k]) for k in keys)])
+        rows.append([name, "**all repairs**", *(str(sum(r[k] for r in stream["rows"].values())) for k in keys)])
     doc.append(("table", headers, rows))
     return doc
