@@ -1,0 +1,32 @@
+"""benchmarks/gate_reward.py: the logged first-call replay reads the committed streams as documented."""
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "gate_reward.py"
+spec = importlib.util.spec_from_file_location("gate_reward", SCRIPT)
+gate_reward = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gate_reward)
+
+
+def test_an_injecting_decision_gets_the_arm_its_payload_would_show():
+    top1 = SimpleNamespace(index=gate_reward.TOP1)
+    other = SimpleNamespace(index=gate_reward.TOP1 + 1)
+    x = [0.0] * gate_reward.N_FEATURES
+    assert (gate_reward.arm_of("spider200", top1, x), gate_reward.arm_of("spider200", other, x)) == (0, 1)
+    assert gate_reward.arm_of("g300", top1, x) == 0                 # a transition lead: MERIT's blocks
+    x[gate_reward.INDEX["lead_is_answer"]] = 1.0
+    assert gate_reward.arm_of("g300", top1, x) == 1                 # an answer lead: the answers row
+
+
+def test_the_stratified_streams_first_calls_are_the_documented_117():
+    if not (ROOT / "records" / "spider200gated").is_dir():
+        pytest.skip("records/spider200* are not in this checkout")
+    rows = gate_reward.first_calls(ROOT / "records", "spider200")
+    assert len(rows) == 117
+    assert [sum(r[2][k] for r in rows) for k in range(3)] == [1, 1, 0]     # docs/results.md, issue 29
+    assert all(len(x) == gate_reward.N_FEATURES and x[gate_reward.INDEX["step_index"]] == 1.0 for x, _, _ in rows)
