@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from repairmem.bench.gating import following_attempt
 from repairmem.bench.metrics import load_run
 from repairmem.bench.provenance import shown_ids, stream_memories
 from repairmem.classify.sql_signatures import sql_parts
@@ -46,7 +47,7 @@ def stream_counts(records: list[dict], memories: dict, tables_of_db,
         own = tables_of_db(record["db_id"])
         mine = [len(record["steps"]), 0]
         for index, step in enumerate(record["steps"]):
-            attempt = record["attempts"][int(step.get("k", index + 1))]
+            attempt = following_attempt(record, index, step)
             counts["generations"] += 1
             shown = [memories[i] for i in shown_ids(step) if i in memories]
             counts["shown"] += len(shown)

@@ -174,11 +174,11 @@ def test_repairs_are_traced_to_the_memories_their_verifying_step_showed(streams)
         finally:
             store.close()
         for r in repaired:       # every shown id is a memory the run's store really holds
-            step = verifying_step(r)
-            assert r["attempts"][step["k"]]["outcome"] == "CORRECT"
+            step, attempt = verifying_step(r)
+            assert attempt is r["attempts"][step["k"]] and attempt["outcome"] == "CORRECT"
             assert set(shown_ids(step)) <= set(kept)
     twin, _ = twin_record(out, "answers_grounded", seed)
-    shown = shown_ids(verifying_step(twin))
+    shown = shown_ids(verifying_step(twin)[0])
     assert shown
     row = prov["streams"][f"answers_grounded-seed{seed}"]["rows"]["answer, same database"]
     assert row["repaired"] >= 1 and row["twin_answer"] >= 1 and row["reference_shown"] >= 1

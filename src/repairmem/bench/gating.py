@@ -100,7 +100,7 @@ def gated_methods(run: Run) -> list[str]:
     return out
 
 
-def _following(record: Mapping[str, Any], index: int, step: Mapping[str, Any]) -> Mapping[str, Any]:
+def following_attempt(record: Mapping[str, Any], index: int, step: Mapping[str, Any]) -> Mapping[str, Any]:
     """The attempt a step produced: ``attempts[step["k"]]`` (the (index + 1)-th when ``k`` is absent)."""
     return record["attempts"][int(step.get("k", index + 1))]
 
@@ -127,7 +127,7 @@ def gate_stream_metrics(records: Sequence[Mapping[str, Any]], *, guarded: bool |
         own = None if tables_of is None else tables_of(str(record.get("db_id", "")))
         missing = missing or own is None
         for index, step in enumerate(record["steps"]):
-            attempt = _following(record, index, step)
+            attempt = following_attempt(record, index, step)
             generations += 1
             if own is not None:
                 tables = sql_parts(attempt.get("sql") or "")[0]
@@ -205,7 +205,7 @@ def outcome_accounting(records: Sequence[Mapping[str, Any]], weights: RewardConf
             if step.get("retrieved") is not None and "memory_tokens" not in step:
                 return None
             steps += 1
-            verified += _following(record, index, step).get("outcome") == "CORRECT"
+            verified += following_attempt(record, index, step).get("outcome") == "CORRECT"
             tokens += int(step.get("memory_tokens", 0))
     total = (weights.verified + weights.accepted) * verified - weights.per_token * tokens
     return {"steps": steps, "verified_steps": verified, "memory_tokens": tokens, "reward": round(total, 6)}

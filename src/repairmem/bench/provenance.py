@@ -34,6 +34,7 @@ from ..agents.sql_repair import METHODS
 from ..store.sqlite import SQLiteMemoryStore
 from ..types import ANSWER, normalize_sql
 from .metrics import Run, method_label
+from .gating import following_attempt
 from .runner import refill_store
 from .twins import run_dataset, twin_key
 
@@ -43,13 +44,13 @@ KINDS = ("answer", "transition", "failed direction")
 NO_MEMORY = "no memory shown"
 
 
-def verifying_step(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The step whose attempt was the episode's first correct one (``None``: no step verified)."""
+def verifying_step(record: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]] | tuple[None, None]:
+    """(step, its attempt) of the episode's first correct repair attempt; (None, None): none verified."""
     for index, step in enumerate(record["steps"]):
-        attempt = record["attempts"][int(step.get("k", index + 1))]
+        attempt = following_attempt(record, index, step)
         if attempt.get("outcome") == "CORRECT":
-            return step
-    return None
+            return step, attempt
+    return None, None
 
 
 def shown_ids(step: Mapping[str, Any]) -> list[int]:
@@ -92,7 +93,7 @@ def _stream(records, memories: Mapping[int, Any], by_id: Mapping[str, Any], base
     for record in records:
         if record.get("initial_correct") or not record.get("final_correct"):
             continue
-        step = verifying_step(record)
+        step, attempt = verifying_step(record)
         ids = shown_ids(step) if step is not None else []
         unknown += sum(i not in memories for i in ids)
         shown = [memories[i] for i in ids if i in memories]
@@ -105,7 +106,7 @@ def _stream(records, memories: Mapping[int, Any], by_id: Mapping[str, Any], base
         twin_answers += twin
         row = rows.setdefault(_label(kinds, scopes), {"repaired": 0, "also_baseline": 0, "twin_answer": 0,
                                                       "answer_copied": 0, "reference_shown": 0})
-        verified = normalize_sql(record["attempts"][int(step["k"])]["sql"] or "") if step is not None else None
+        verified = normalize_sql(attempt.get("sql") or "") if attempt is not None else None
         row["repaired"] += 1
         row["answer_copied"] += any(_kind(m) == "answer" and normalize_sql(m.after) == verified for m in shown)
         row["twin_answer"] += twin
