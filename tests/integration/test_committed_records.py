@@ -70,7 +70,13 @@ def test_committed_records_hold_no_reference_sql(run):
     leaks = []
     for stream, recs in records(run).items():
         for r in recs:       # the model may write the reference itself; anything else holding it is a leak
-            rest = {k: v for k, v in r.items() if k != "attempts"}
+            rest = {k: v for k, v in r.items() if k not in ("attempts", "steps")}
+            # a shown memory may equal the reference (a paraphrase's verified answer: allowed, audited and
+            # counted in the step's calls); the gate's reason quotes it. Any other step field is a leak.
+            rest["steps"] = [{k: v for k, v in step.items() if k != "gate"} | {"gate": {
+                k: v for k, v in (step.get("gate") or {}).items()
+                if not (k == "why" and any(c.get("memories_equal_to_reference") for c in step.get("calls", ())))}}
+                for step in r["steps"]]
             rest["attempts"] = [{k: v for k, v in a.items() if k not in ("sql", "raw")} for a in r["attempts"]]
             if gold[r["example_id"]] in " ".join(json.dumps(rest).split()):
                 leaks.append((stream, r["example_id"]))
