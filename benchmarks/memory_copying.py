@@ -24,7 +24,8 @@ import numpy as np
 
 from repairmem.bench.gating import following_attempt
 from repairmem.bench.metrics import load_run
-from repairmem.bench.provenance import shown_ids, stream_memories
+from repairmem.bench.provenance import shown_ids
+from repairmem.bench.runner import stream_memories
 from repairmem.classify.sql_signatures import sql_parts
 from repairmem.sql.datasets import load_dataset
 from repairmem.sql.schema import database_identifiers

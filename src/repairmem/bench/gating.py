@@ -53,10 +53,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..agents.sql_repair import METHODS
 from ..classify.sql_signatures import sql_parts
+from ..domains import SqlDomain
+from ..domains.base import Situation
 from ..errors import RepairmemError
-from ..gate.actions import ACTIONS
+from ..gate.actions import ACTIONS, estimate_tokens
 from ..gate.reward import RewardConfig
-from .runner import reward_config
+from .runner import reward_config, stream_memories
 from ..sql.schema import database_identifiers
 from .metrics import Run, method_label
 from .twins import run_dataset
@@ -194,32 +196,64 @@ def _database_tables(run: Run) -> Callable[[str], frozenset[str] | None]:
     return tables_of
 
 
-def outcome_accounting(records: Sequence[Mapping[str, Any]], weights: RewardConfig) -> dict[str, Any] | None:
+def replayed_text(records: Sequence[Mapping[str, Any]], method: str, seed: int, dataset,
+                  tables_of: Callable[[str], frozenset[str] | None]) -> Callable[[str, Mapping[str, Any]], str] | None:
+    """``text(db_id, step)`` of an ungated memory stream: the memory text the step's prompt showed,
+    rendered again from its retrieved ids, resolved in the store rebuilt from the records
+    (``runner.stream_memories``) and shown by the row's domain as an ungated recall shows everything it
+    retrieves. For the paper's rows, which do not record ``memory_tokens``; the tests find it verbatim
+    in the prompts and its count equal to the answer rows' recorded one. ``None``: no dataset, or gated."""
+    if dataset is None or method not in METHODS or METHODS[method].gate is not None:
+        return None
+    memories = stream_memories(records, dataset, method, seed)
+    domain = SqlDomain(render=METHODS[method].render)
+
+    def text(db_id: str, step: Mapping[str, Any]) -> str:
+        found = step.get("retrieved") or {}
+        pick = lambda pools: tuple(memories[int(i)] for p in pools for i in found.get(p) or ())
+        shown = domain.show("always_inject", None, pick(("answer", "positive")), pick(("negative",)),
+                            Situation(db_id, tables_of(db_id)))
+        return shown.text
+
+    return text
+
+
+def outcome_accounting(records: Sequence[Mapping[str, Any]], weights: RewardConfig,
+                       shown_text: Callable[[str, Mapping[str, Any]], str] | None = None) -> dict[str, Any] | None:
     """One stream scored by the outcome reward from its records alone, whatever the stream's own gate:
     Σ_steps (w_v + w_a) [step verified] − w_t · memory tokens, no false-positive charge (it needs the
-    shown memories). ``None`` for a stream that shows memory without recording its tokens
-    (``step["memory_tokens"]``, written by the answer rows): its cost is unknown."""
-    steps = verified = tokens = 0
+    shown memories). A step that showed memory without recording its tokens (``step["memory_tokens"]``,
+    written by the answer rows) is counted as the loop counts (``estimate_tokens``) on ``shown_text``
+    (:func:`replayed_text`; ``replayed`` says so); without it the cost is unknown and the result ``None``."""
+    steps = verified = tokens = replayed = 0
     for record in records:
         for index, step in enumerate(record["steps"]):
             if step.get("retrieved") is not None and "memory_tokens" not in step:
-                return None
+                if shown_text is None:
+                    return None
+                replayed += 1
+                tokens += estimate_tokens(shown_text(str(record["db_id"]), step))
             steps += 1
             verified += following_attempt(record, index, step).get("outcome") == "CORRECT"
             tokens += int(step.get("memory_tokens", 0))
     total = (weights.verified + weights.accepted) * verified - weights.per_token * tokens
-    return {"steps": steps, "verified_steps": verified, "memory_tokens": tokens, "reward": round(total, 6)}
+    return {"steps": steps, "verified_steps": verified, "memory_tokens": tokens, "replayed": bool(replayed),
+            "reward": round(total, 6)}
 
 
-def _outcome_table(run: Run) -> dict[str, Any] | None:
+def _outcome_table(run: Run, tables_of: Callable[[str], frozenset[str] | None]) -> dict[str, Any] | None:
     """Every stream of the run under the outcome accounting, when the run holds an outcome-reward row."""
     rows = [m for m in run.methods if m in METHODS and METHODS[m].reward == "outcome"]
     if not rows:
         return None
-    weights = reward_config(METHODS[rows[0]])
-    return {"per_token": weights.per_token, "streams": {
-        name: {str(seed): outcome_accounting(run.records[(name, seed)], weights) for seed in run.seeds(name)}
-        for name in run.methods}}
+    weights, (dataset, _) = reward_config(METHODS[rows[0]]), run_dataset(run)
+
+    def score(name: str, seed: int) -> dict[str, Any] | None:
+        records = run.records[(name, seed)]
+        return outcome_accounting(records, weights, replayed_text(records, name, seed, dataset, tables_of))
+
+    return {"per_token": weights.per_token,
+            "streams": {name: {str(seed): score(name, seed) for seed in run.seeds(name)} for name in run.methods}}
 
 
 def gate_metrics(run: Run) -> dict[str, Any]:
@@ -228,6 +262,7 @@ def gate_metrics(run: Run) -> dict[str, Any]:
     streams: dict[str, dict[str, Any]] = {}
     methods = gated_methods(run)
     tables_of = _database_tables(run) if methods else None
+    weights = {name: RewardConfig() if name not in METHODS else reward_config(METHODS[name]) for name in methods}
     for name in methods:
         spec = METHODS.get(name)
         grounded = spec.grounded if spec is not None else "grounded" in name
@@ -235,17 +270,16 @@ def gate_metrics(run: Run) -> dict[str, Any]:
         for seed in run.seeds(name):
             records = run.records[(name, seed)]
             m = gate_stream_metrics(records, guarded=None if spec is None else spec.negative_guard, tables_of=tables_of,
-                                    weights=RewardConfig() if spec is None else reward_config(spec))
+                                    weights=weights[name])
             always, never = PARTNERS[grounded]
             m["paired"] = {role: ({"method": partner, **paired_final(records, run.records[(partner, seed)])}
                                   if (partner, seed) in run.records else None)
                            for role, partner in (("always_inject", always), ("never_inject", never))}
             per[str(seed)] = m
         streams[name] = per
-    weights = {name: (RewardConfig() if name not in METHODS else reward_config(METHODS[name])).to_dict()
-               for name in methods}
+    weights = {name: w.to_dict() for name, w in weights.items()}
     out = {"streams": streams, "reward_weights": weights, "caption": _caption(weights)}
-    outcome = _outcome_table(run) if methods else None
+    outcome = _outcome_table(run, tables_of) if methods else None
     if outcome is not None:     # only then: the reports of earlier runs stay as they were
         out["outcome"] = outcome
     return out
@@ -309,11 +343,14 @@ def _outcome_blocks(outcome: Mapping[str, Any] | None) -> list[tuple]:
     if not outcome:
         return []
     rows = [[f"`{m}` seed {s}", "–", "–", "–", "n/a (memory tokens not recorded)"] if x is None else
-            [f"`{m}` seed {s}", str(x["steps"]), str(x["verified_steps"]), f"{x['memory_tokens']:,}", _f(x["reward"])]
+            [f"`{m}` seed {s}", str(x["steps"]), str(x["verified_steps"]),
+             f"{x['memory_tokens']:,}" + (" (replayed)" if x.get("replayed") else ""), _f(x["reward"])]
             for m, per in outcome["streams"].items() for s, x in per.items()]
     return [("h2", "Every stream under the outcome reward"),
             ("p", "Each stream scored alike from its records (`gate.reward.outcome_reward`): +3 per verified "
                   f"repair step, −{outcome['per_token']:.3g} per memory token in the prompt, no false-positive "
                   "charge; the never-inject row is `iterative_grounded`, the always-inject rows are the ungated "
-                  "memory rows. Real outcomes of each stream, not a counterfactual."),
+                  "memory rows. Real outcomes of each stream, not a counterfactual. Replayed: a row that did not "
+                  "record its memory tokens (the paper's rows); its prompts' memory blocks are rendered again from "
+                  "its store rebuilt from the records and counted as the loop counts."),
             ("table", ["Stream", "Steps", "Verified steps", "Memory tokens", "Reward"], rows, "lrrrr")]

@@ -7,7 +7,7 @@ one, and to the memories that step showed: a gated step's ``gate.injected`` ids,
 retrieved ``answer``, ``positive`` and ``negative`` ids (an ungated row renders all it retrieves).
 
 The ids are the stream's store ids. The store is not in a packed run, so it is rebuilt in memory
-from the stream's own records (``runner.refill_store``: finalizing is deterministic, so these are
+from the stream's own records (``runner.stream_memories``: finalizing is deterministic, so these are
 the ids the run's store assigned; no text is embedded). Each shown memory then has
 
 - a *kind*: ``answer`` (a verified answer, ``types.ANSWER``), ``transition`` (a positive MERIT
@@ -31,14 +31,13 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ..agents.sql_repair import METHODS
-from ..store.sqlite import SQLiteMemoryStore
 from ..types import ANSWER, normalize_sql
 from .metrics import Run, method_label
 from .gating import following_attempt
-from .runner import refill_store
+from .runner import stream_memories
 from .twins import run_dataset, twin_key
 
-__all__ = ["KINDS", "provenance_blocks", "provenance_metrics", "shown_ids", "stream_memories", "verifying_step"]
+__all__ = ["KINDS", "provenance_blocks", "provenance_metrics", "shown_ids", "verifying_step"]
 
 KINDS = ("answer", "transition", "failed direction")
 NO_MEMORY = "no memory shown"
@@ -68,18 +67,6 @@ def _kind(memory) -> str:
     return "transition" if memory.polarity == "+" else "failed direction"
 
 
-def stream_memories(records: Sequence[Mapping[str, Any]], dataset, method: str, seed: int) -> dict[int, Any]:
-    """id → MemoryVariant of a stream's store, rebuilt from its records in memory ({} for a row without memory)."""
-    if method not in METHODS or not METHODS[method].uses_memory:
-        return {}
-    store = SQLiteMemoryStore(":memory:")
-    try:
-        refill_store(store.finalize, list(records), dataset, method, f"{method}-seed{seed}")
-        return {m.id: m for m in store.all_variants()}
-    finally:
-        store.close()
-
-
 def _label(kinds: set[str], scopes: set[str]) -> str:
     if not kinds:
         return NO_MEMORY
@@ -89,7 +76,7 @@ def _label(kinds: set[str], scopes: set[str]) -> str:
 
 def _stream(records, memories: Mapping[int, Any], by_id: Mapping[str, Any], baseline_ok: set[str] | None) -> dict:
     rows: dict[str, dict[str, Any]] = {}
-    twin_answers = unknown = 0
+    unknown = 0
     for record in records:
         if record.get("initial_correct") or not record.get("final_correct"):
             continue
@@ -103,7 +90,6 @@ def _stream(records, memories: Mapping[int, Any], by_id: Mapping[str, Any], base
         twin = example is not None and any(
             _kind(m) == "answer" and any(p.source_query in by_id and twin_key(by_id[p.source_query]) == twin_key(example)
                                          for p in m.provenance) for m in shown)
-        twin_answers += twin
         row = rows.setdefault(_label(kinds, scopes), {"repaired": 0, "also_baseline": 0, "twin_answer": 0,
                                                       "answer_copied": 0, "reference_shown": 0})
         verified = normalize_sql(attempt.get("sql") or "") if attempt is not None else None
@@ -115,7 +101,7 @@ def _stream(records, memories: Mapping[int, Any], by_id: Mapping[str, Any], base
             row["also_baseline"] += record["example_id"] in baseline_ok
     order = sorted(rows, key=lambda k: (k != NO_MEMORY, -rows[k]["repaired"], k))
     return {"rows": {k: rows[k] for k in order}, "repaired": sum(r["repaired"] for r in rows.values()),
-            "twin_answer": twin_answers, "unknown_ids": unknown}
+            "unknown_ids": unknown}
 
 
 def provenance_metrics(run: Run, *, baseline: str = "iterative") -> dict[str, Any]:

@@ -32,17 +32,18 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from tqdm import tqdm
 
-from ..agents.sql_repair import NO_MEMORY_TOKENS_PER_REPAIR, LoopOptions, finalized_writes, method as get_method, run_episode
+from ..agents.sql_repair import METHODS, NO_MEMORY_TOKENS_PER_REPAIR, LoopOptions, finalized_writes, method as get_method, run_episode
 from ..gate.reward import RewardConfig, outcome_reward
 from ..domains import SqlDomain
 from ..memory import Memory
 from ..check import check_int
 from ..errors import InvalidInputError
 from ..sql.evidence import sample_values
+from ..store.sqlite import SQLiteMemoryStore
 from ..llm.protocol import ChatModel
 from ..sql.datasets import Dataset, load_dataset
 from ..files import append_jsonl, output_dir, read_jsonl_lines, write_atomic
@@ -194,6 +195,19 @@ def refill_store(write, records: list[dict], dataset: Dataset, method_name: str,
         ex = by_id[record["example_id"]]
         for episode, memory in finalized_writes(record, ex, dataset.schemas[ex.db_id], method, run_id):
             write(episode, memory)
+
+
+def stream_memories(records: Sequence[Mapping[str, Any]], dataset, method: str, seed: int) -> dict[int, Any]:
+    """id → MemoryVariant of a stream's store, rebuilt from its records in memory ({} for a row without
+    memory): the ids the run's store assigned, since finalizing is deterministic (a packed run keeps no store)."""
+    if method not in METHODS or not METHODS[method].uses_memory:
+        return {}
+    store = SQLiteMemoryStore(":memory:")
+    try:
+        refill_store(store.finalize, list(records), dataset, method, f"{method}-seed{seed}")
+        return {m.id: m for m in store.all_variants()}
+    finally:
+        store.close()
 
 
 def reward_config(method) -> RewardConfig:
