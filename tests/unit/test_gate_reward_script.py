@@ -30,3 +30,11 @@ def test_the_stratified_streams_first_calls_are_the_documented_117():
     assert len(rows) == 117
     assert [sum(r[2][k] for r in rows) for k in range(3)] == [1, 1, 0]     # docs/results.md, issue 29
     assert all(len(x) == gate_reward.N_FEATURES and x[gate_reward.INDEX["step_index"]] == 1.0 for x, _, _ in rows)
+
+
+def test_the_grouped_streams_first_calls_are_the_documented_194():
+    if not (ROOT / "records" / "g300-merit").is_dir():
+        pytest.skip("records/g300-* are not in this checkout")
+    rows = gate_reward.first_calls(ROOT / "records", "g300")
+    assert len(rows) == 194                                                 # every initial failure of the stream
+    assert [sum(r[2][k] for r in rows) for k in range(3)] == [0, 0, 2]     # docs/results.md, "Five rows complete"
