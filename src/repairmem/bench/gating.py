@@ -205,11 +205,12 @@ def replayed_text(records: Sequence[Mapping[str, Any]], method: str, seed: int, 
     in the prompts and its count equal to the answer rows' recorded one. ``None``: no dataset, or gated."""
     if dataset is None or method not in METHODS or METHODS[method].gate is not None:
         return None
-    memories = stream_memories(records, dataset, method, seed)
-    domain = SqlDomain(render=METHODS[method].render)
+    domain, built = SqlDomain(render=METHODS[method].render), []
 
     def text(db_id: str, step: Mapping[str, Any]) -> str:
-        found = step.get("retrieved") or {}
+        if not built:       # rebuilt on the first step that needs it: a row recording its tokens never does
+            built.append(stream_memories(records, dataset, method, seed))
+        memories, found = built[0], step.get("retrieved") or {}
         pick = lambda pools: tuple(memories[int(i)] for p in pools for i in found.get(p) or ())
         shown = domain.show("always_inject", None, pick(("answer", "positive")), pick(("negative",)),
                             Situation(db_id, tables_of(db_id)))
