@@ -11,6 +11,7 @@ from repairmem.agents.sql_repair import LoopOptions
 from repairmem.bench.metrics import load_run
 from repairmem.bench.report import main_report, write_report
 from repairmem.bench.runner import RunConfig, run
+from repairmem.bench.stats import format_p, mcnemar_exact
 from repairmem.errors import InvalidInputError
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.retrieval.encoders import HashingEncoder
@@ -158,6 +159,37 @@ def test_paired_comparisons_against_the_baseline(report, run_dir):
         assert f["low"] <= f["statistic"] <= f["high"]
 
 
+def test_table_2_shows_the_exact_paired_test_beside_each_interval(run_dir, tmp_path):
+    """The replayed methods end alike, so MERIT's records are edited: it gains the first query the
+    baseline fails in every seed, in seed 0 only (d = +1/2), and loses the first the baseline solves."""
+    edited = tmp_path / "edited"
+    shutil.copytree(run_dir, edited, ignore=shutil.ignore_patterns("report", "stores"))
+    base = {s: {r["example_id"]: r["final_correct"] for r in records(run_dir, "iterative", s)} for s in SEEDS}
+    ids = sorted(base[0])
+    gain = next(q for q in ids if not any(base[s][q] for s in SEEDS))
+    loss = next(q for q in ids if all(base[s][q] for s in SEEDS))
+    for s in SEEDS:
+        recs = records(run_dir, "merit", s)
+        for r in recs:
+            r["final_correct"] = {gain: s == 0, loss: False}.get(r["example_id"], r["final_correct"])
+        (edited / "records" / f"merit-seed{s}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    paths = write_report(edited, bootstrap=200)
+    paired = json.loads(paths.metrics.read_text())["paired"]["comparisons"]
+    md = paths.markdown.read_text().split("## Table 2.", 1)[1].split("\n## ", 1)[0]
+    assert "| 95% CI | b / c | Exact p | Δ repaired share pp | 95% CI | b / c | Exact p | Share Δ* ≤ 0 |" in md
+    for method, c in paired.items():
+        wins = {}          # per query: seeds the method got right minus seeds the baseline got right
+        for s in SEEDS:
+            for r in records(edited, method, s):
+                wins[r["example_id"]] = wins.get(r["example_id"], 0) + r["final_correct"] - base[s][r["example_id"]]
+        b, lost = sum(v > 0 for v in wins.values()), sum(v < 0 for v in wins.values())
+        f = c["final_ex"]
+        assert (f["discordant_b"], f["discordant_c"], f["exact_p"]) == (b, lost, mcnemar_exact(b, lost))
+        cells = [x.strip() for x in next(line for line in md.splitlines() if f"(`{method}`)" in line).strip("|").split("|")]
+        assert cells[4:6] == [f"{b} / {lost}", format_p(f["exact_p"])]
+    assert (paired["merit"]["final_ex"]["discordant_b"], paired["merit"]["final_ex"]["discordant_c"]) == (1, 1)
+
+
 def test_regenerating_gives_identical_files(report, run_dir):
     first = {p.name: p.read_bytes() for p in report.out_dir.iterdir()}
     shutil.rmtree(report.out_dir)
@@ -207,6 +239,7 @@ def test_an_ablation_run_gets_table_4(run_dir, tmp_path):
             "".join(json.dumps({**r, "method": "no_dense"}) + "\n" for r in lines))
     md = write_report(ablated, bootstrap=200).markdown.read_text()
     assert "Table 4. Ablations" in md and "No dense rerank (`no_dense`)" in md
+    assert "| Variant | Final EX % | Δ pp | Paired 95% CI | b / c | Exact p |" in md
 
 
 def test_not_a_run_folder_is_a_clear_error(tmp_path):

@@ -73,15 +73,17 @@ def catalogue(data: Path, db_id: str) -> set[str]:
 def recount(run_dir, seed):
     """The table's numbers straight from the records (and, for foreign tables, the SQLite catalogues)."""
     data = Path(json.loads((run_dir / "run.json").read_text())["config"]["data"])
-    by_action, reward, steps, repaired, foreign, catches = {}, 0.0, 0, 0, 0, 0
+    by_action, reward, steps, repaired, foreign, catches, carried = {}, 0.0, 0, 0, 0, 0, 0
     for r in records(run_dir, GATED, seed):
         for step in r["steps"]:
             after = r["attempts"][step["k"]]
             ok = after["outcome"] == "CORRECT"
             row = by_action.setdefault(step["gate"]["action"], {"steps": 0, "injected": 0, "repaired": 0})
             row["steps"] += 1
-            row["injected"] += len(step["gate"]["injected"]) > 0
+            memory = len(step["gate"]["injected"]) > 0 or step.get("memory_tokens", 0) > 0
+            row["injected"] += memory
             row["repaired"] += ok
+            carried += memory
             reward += step["gate"]["reward"]
             steps += 1
             repaired += ok
@@ -91,7 +93,8 @@ def recount(run_dir, seed):
     return {"by_action": by_action, "steps": steps, "repaired_steps": repaired, "reward_total": reward,
             "reward_per_step": reward / steps, "never_inject_same_outcome": never,
             "always_inject_same_outcome": always, "regret_vs_never_inject": never - reward,
-            "regret_vs_always_inject": always - reward, "foreign": foreign, "guard_catches": catches}
+            "regret_vs_always_inject": always - reward, "foreign": foreign, "guard_catches": catches,
+            "injected_steps": carried, "injected_share_pct": 100 * carried / steps}
 
 
 def test_only_the_gated_row_gets_a_gate_table(metrics):
@@ -141,6 +144,7 @@ def test_markdown_and_json_show_the_table(run_dir, metrics, tmp_path):
     x = metrics["gating"]["streams"][GATED]["0"]
     row = next(line for line in md.splitlines() if f"`{GATED}`) seed 0 | {x['steps']} |" in line)
     assert f"| {x['reward_total']:+.2f} |" in row and "| 1 / 15 (6.7%) | 3 (1 new) |" in row
+    assert f"| {x['steps']} | {x['injected_steps']} ({x['injected_share_pct']:.1f}%) | {x['reward_total']:+.2f} |" in row
     assert "| always-inject `merit_grounded` | 9 | 0 | 0 | +0.00 |" in md
     out = io.StringIO()
     assert main_report(str(run_dir), json_out=True, out_dir=str(tmp_path / "r"), bootstrap=200, stdout=out) == 0
@@ -189,6 +193,22 @@ def test_same_outcome_accounting_and_pairing_on_hand_made_records():
     other = [dict(recs[0], final_correct=False), dict(recs[1], final_correct=True), {**recs[0], "example_id": "c"}]
     assert paired_final(recs, other) == {"n_common": 2, "gated_only": 1, "other_only": 1, "delta_ex_pp": 0.0}
     assert gate_blocks({"streams": {}}) == []
+
+
+def test_the_injection_share_counts_every_prompt_that_carried_memory():
+    def step(k, action, injected, tokens):
+        return {"k": k, "gate": {"action": action, "injected": injected, "reward": 0.0}, "memory_tokens": tokens}
+
+    rec = {"example_id": "a", "db_id": "d", "final_correct": False, "attempts": [{"sql": "x", "outcome": "WRONG"}] * 6,
+           "steps": [step(1, "top1_resolution", [7], 80), step(2, "ask_feedback", [7], 62),   # an ask answered yes
+                     step(3, "ask_feedback", [], 0), step(4, "abstain", [], 0),               # an ask declined
+                     step(5, "no_memory", [], 30)]}                                           # tokens without ids
+    got = gate_stream_metrics([rec])
+    assert got["by_action"]["ask_feedback"] == {"steps": 2, "injected": 1, "repaired": 0}
+    assert (got["injected_steps"], got["steps"], got["injected_share_pct"]) == (3, 5, 60.0)
+    table = next(b for b in gate_blocks({"streams": {GATED: {"0": {**got, "paired": {}}}}})
+                 if b[0] == "table" and "Memory in prompt" in b[1])
+    assert table[2][0][table[1].index("Memory in prompt")] == "3 (60.0%)"
 
 
 def test_a_report_regenerates_from_compressed_records_as_committed(run_dir, tmp_path):

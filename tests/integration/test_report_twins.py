@@ -10,7 +10,7 @@ import pytest
 from repairmem.agents.sql_repair import LoopOptions
 from repairmem.bench.report import write_report
 from repairmem.bench.runner import RunConfig, run
-from repairmem.bench.stats import cluster_bootstrap
+from repairmem.bench.stats import cluster_bootstrap, format_p, mcnemar_exact
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.retrieval.encoders import HashingEncoder
 from tests.fixtures.mini_spider import SCRIPT, ScriptedAnswerer, build_mini_spider
@@ -106,19 +106,30 @@ def test_counts_and_paired_delta_match_a_direct_recount(report, run_dir):
         assert got["statistic"] == pytest.approx(np.mean(d))
         assert (got["low"], got["high"]) == pytest.approx((direct.low, direct.high))
         assert got["n_cells"] == len(d) and got["n_queries"] == len(set(labels))
+        per_query = {}      # a query's cells of the stratum pool into one pair
+        for q, x in zip(labels, d):
+            per_query[q] = per_query.get(q, 0.0) + x
+        pooled = (sum(x > 0 for x in per_query.values()), sum(x < 0 for x in per_query.values()))
+        assert (got["discordant_b"], got["discordant_c"]) == pooled
+        assert got["exact_p"] == mcnemar_exact(*pooled)
 
 
 def test_markdown_has_the_section_after_table_2(report):
     md = report.markdown.read_text()
     assert SECTION in md and md.index("## Table 2.") < md.index(SECTION) < md.index("## Table 3.")
     body = md.split(SECTION, 1)[1].split("\n## ", 1)[0]
-    assert "| Method | Twin n | Twin final EX % | Twin repaired | Twin Δ EX pp | Twin 95% CI | Non-twin n |" in body
+    assert ("| Method | Twin n | Twin final EX % | Twin repaired | Twin Δ EX pp | Twin 95% CI | Twin b / c | "
+            "Twin exact p | Non-twin n |") in body
     assert "seed 0: 3 of 10; seed 1: 3 of 10" in body
     iterative = next(line for line in body.splitlines() if line.startswith("| Iterative (`iterative`)"))
     cells = [c.strip() for c in iterative.strip("|").split("|")]
-    assert len(cells) == 11 and cells[4:6] == cells[9:11] == ["–", "–"]   # the baseline has no Δ
+    assert len(cells) == 15 and cells[4:8] == cells[11:15] == ["–"] * 4   # the baseline has no Δ
     merit = next(line for line in body.splitlines() if line.startswith("| MERIT (`merit`)"))
     assert "–" not in merit
+    paired = json.loads(report.metrics.read_text())["twins"]["methods"]["merit"]["paired"]
+    cells = [c.strip() for c in merit.strip("|").split("|")]
+    assert cells[6:8] == [f"{paired['twin']['discordant_b']} / {paired['twin']['discordant_c']}",
+                          format_p(paired["twin"]["exact_p"])]
     assert "Twin and non-twin examples" in report.html.read_text()
 
 

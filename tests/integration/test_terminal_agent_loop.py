@@ -526,7 +526,10 @@ def test_agent_report_pairs_each_rung_with_the_baseline_by_task_and_reads_packed
         rows = [(r["memory"], r["k"], r["gained"], r["lost"], round(r["delta_pp"], 2)) for r in data["paired"]]
         assert rows == [("sparse_compact", 1, 0, 1, -33.33), ("sparse_compact", 2, 0, 1, -33.33)]
         assert all(r["low_pp"] <= r["delta_pp"] <= r["high_pp"] <= 0 for r in data["paired"])
+        assert [r["exact_p"] for r in data["paired"]] == [1.0, 1.0]      # one task lost: 2 · P(X ≤ 0) = 1
     assert cli_main(["agent", "report", str(tmp_path / "none"), str(tmp_path / "sparse")]) == 0
-    assert "| sparse_compact | 1 | 3 | 1 | 2 | 0 | 1 | -33.33 |" in capsys.readouterr().out
+    table = capsys.readouterr().out
+    assert "| 95% CI | Exact p |" in table and "| sparse_compact | 1 | 3 | 1 | 2 | 0 | 1 | -33.33 |" in table
+    assert next(line for line in table.splitlines() if line.startswith("| sparse_compact | 1 ")).endswith("| 1 |")
     assert cli_main(["agent", "report", str(tmp_path / "sparse"), str(tmp_path / "packed"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["paired"] == []        # no baseline rung among them: no pairs

@@ -1,5 +1,8 @@
-"""The paired query-cluster bootstrap: degenerate, one-sided and clustered cases, determinism."""
+"""The paired query-cluster bootstrap: degenerate, one-sided and clustered cases, determinism; the
+exact paired test beside it."""
 
+from fractions import Fraction
+from math import comb
 from pathlib import Path
 
 import numpy as np
@@ -7,7 +10,8 @@ import pytest
 
 from repairmem.bench.metrics import Run
 from repairmem.bench.stats import (
-    bootstrap_distribution, bootstrap_indices, cluster_bootstrap, compare_methods, paired_bootstrap, paired_outcomes,
+    bootstrap_distribution, bootstrap_indices, cluster_bootstrap, compare_methods, discordant, exact_cells,
+    mcnemar_exact, paired_bootstrap, paired_outcomes,
 )
 from repairmem.errors import InvalidInputError
 
@@ -133,3 +137,34 @@ def test_compare_methods_pairs_only_common_queries_and_flags_different_starts():
     assert c["repaired_share"] is None and "initial outcomes differ" in c["repaired_share_note"]
     with pytest.raises(InvalidInputError, match="share no seed"):
         paired_outcomes(make_run({("a", 0): streams[("a", 0)], ("b", 1): streams[("b", 0)]}), "a", "b")
+
+
+def test_exact_mcnemar_known_values():
+    assert mcnemar_exact(3, 1) == 0.625 == mcnemar_exact(1, 3)     # 2 · (1 + 4) / 16
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(10, 0) == 2 / 1024
+    assert mcnemar_exact(2, 2) == 1.0                                # 2 · 11/16 capped at 1
+    assert mcnemar_exact(12, 2) == pytest.approx(float(2 * Fraction(1 + 14 + 91, 2 ** 14)))
+    with pytest.raises(InvalidInputError, match="discordant"):
+        mcnemar_exact(-1, 2)
+
+
+def test_exact_mcnemar_is_the_binomial_tail_for_every_small_table():
+    for n in range(0, 25):
+        for b in range(n + 1):
+            tail = sum(Fraction(comb(n, i), 2 ** n) for i in range(min(b, n - b) + 1))
+            assert mcnemar_exact(b, n - b) == float(min(Fraction(1), 2 * tail))
+
+
+def test_discordant_pools_seeds_per_query_and_clusters():
+    a = np.array([[1, 1], [1, 0], [0, 1], [1, 1], [0, 0]], dtype=float)
+    b = np.array([[0, 0], [0, 0], [1, 1], [1, 1], [1, 0]], dtype=float)
+    d = (a - b).mean(axis=1)              # +1, +1/2, -1/2, 0, -1/2
+    assert discordant(d) == (2, 2)
+    assert discordant(d, ["x", "x", "y", "y", "y"]) == (1, 1)   # per database: +3/2, -1
+    assert 0.1 + 0.2 - 0.3 != 0 and discordant(np.array([0.1 + 0.2 - 0.3])) == (0, 0)   # rounding: a tie
+    r = paired_bootstrap(a, b, resamples=200, seed=0)
+    assert (r.discordant_b, r.discordant_c, r.exact_p) == (2, 2, 1.0)
+    assert exact_cells(r.as_dict()) == ["2 / 2", "1"] and exact_cells(None) == ["–", "–"]
+    ten = paired_bootstrap(np.ones(10), np.zeros(10), resamples=200, seed=0)
+    assert exact_cells(ten.as_dict()) == ["10 / 0", "0.00195"]

@@ -120,6 +120,21 @@ def test_hint_text_cannot_break_out_of_its_block_or_message():
 # ----------------------------------------------------------------------------- ladder and schedule
 
 
+def test_the_paired_ladder_gives_the_exact_test_beside_the_interval():
+    from repairmem.bench.ladder import format_paired, paired_ladder
+
+    def summary(memory, solved):       # 8 tasks; ``solved``: task -> pass it verified at (None: never)
+        return {"memory": memory, "run_dir": memory, "model": "m", "passes": 1, "passes_started": 1,
+                "pass_complete": [True], "tasks": [{"task_id": f"t{i}", "solved_pass": solved.get(i)} for i in range(8)]}
+
+    base = summary("none", {0: 1, 4: 1})
+    rung = summary("sparse_compact_seeded", {1: 1, 2: 1, 3: 1, 4: 1})     # gains t1-t3, loses t0
+    (row,) = paired_ladder([base, rung], resamples=200)
+    assert (row["gained"], row["lost"], row["exact_p"]) == (3, 1, 0.625)
+    assert format_paired([row], "none").splitlines()[-1].endswith(f"| {row['delta_pp']:+.2f} | "
+                                                                 f"[{row['low_pp']:+.2f}, {row['high_pp']:+.2f}] | 0.625 |")
+
+
 def test_ladder_rows_are_switches_of_one_agent():
     assert list(LADDER) == ["none", "reasoning", "history", "combined", "trajectory_window", "sparse_compact",
                             "sparse_compact_seeded", "sparse_compact_gated"]

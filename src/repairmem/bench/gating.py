@@ -6,8 +6,10 @@ such a stream records ``step["gate"] = {"recall", "action", "injected", "why", "
 "reward"}``; the attempt that step produced is ``record["attempts"][step["k"]]``. Per gated
 (method, seed) stream, over the steps that carry ``gate``:
 
-- ``by_action[a]``: ``steps`` = #steps whose ``gate.action`` is ``a``; ``injected`` = those with a
-  non-empty ``gate.injected`` (``ask_feedback`` injects when its question was answered yes);
+- ``by_action[a]``: ``steps`` = #steps whose ``gate.action`` is ``a``; ``injected`` = those whose
+  prompt carried memory: a non-empty ``gate.injected`` or ``memory_tokens`` > 0 (an ``ask_feedback``
+  answered yes shows the asked memory and counts); ``injected_steps`` and ``injected_share_pct`` =
+  100 · injected_steps / steps: the same over every action, the share of repair prompts with memory;
   ``repaired`` = those whose following attempt's ``outcome`` is ``CORRECT``;
 - ``reward_total`` = Σ ``gate.reward`` (as recorded: the feedback's reward less the payload's token
   and latency cost); ``reward_per_step`` = reward_total / steps;
@@ -144,16 +146,18 @@ def gate_stream_metrics(records: Sequence[Mapping[str, Any]], *, guarded: bool |
             row = by_action.setdefault(str(gate.get("action")), {"steps": 0, "injected": 0, "repaired": 0})
             ok = attempt.get("outcome") == "CORRECT"
             row["steps"] += 1
-            row["injected"] += bool(gate.get("injected"))
+            carried = bool(gate.get("injected")) or (step.get("memory_tokens") or 0) > 0
+            row["injected"] += carried
             row["repaired"] += ok
             steps += 1
-            injected += bool(gate.get("injected"))
+            injected += carried
             repaired += ok
             reward += float(gate.get("reward") or 0.0)
     reward = round(reward, 6)
     never, always = same_outcome_rewards(steps, repaired, weights)
     return {
         "steps": steps, "injected_steps": injected, "repaired_steps": repaired,
+        "injected_share_pct": 100.0 * injected / steps if steps else None,
         "by_action": {a: c for a, c in by_action.items() if c["steps"]},
         "reward_total": reward, "reward_per_step": round(reward / steps, 6) if steps else None,
         "never_inject_same_outcome": never, "always_inject_same_outcome": always,
@@ -299,12 +303,13 @@ def gate_blocks(gating: Mapping[str, Any]) -> list[tuple]:
         return []
     label = lambda m, s: f"{method_label(m)} (`{m}`) seed {s}" if method_label(m) != m else f"`{m}` seed {s}"
     doc: list[tuple] = [("h2", "Gate decisions"), ("p", "Gated rows only, per stream. Steps: repair calls; "
-                         "injected: steps whose payload put at least one memory into the prompt; repaired after: "
-                         "steps whose following attempt was correct.")]
+                         "injected: steps whose payload put at least one memory into the prompt (an ask answered "
+                         "yes included); repaired after: steps whose following attempt was correct.")]
     rows = [[label(m, s), f"`{a}`", str(c["steps"]), str(c["injected"]), str(c["repaired"])]
             for m, per in streams.items() for s, x in per.items() for a, c in x["by_action"].items()]
     doc.append(("table", ["Stream", "Action", "Steps", "Injected", "Repaired after"], rows, "llrrr"))
-    doc.append(("p", gating.get("caption", CAPTION) + " Foreign tables: repair generations whose SQL reads a table the example's database "
+    doc.append(("p", gating.get("caption", CAPTION) + " Memory in prompt: the repair calls whose prompt carried memory, "
+                     "every action counted. Foreign tables: repair generations whose SQL reads a table the example's database "
                      "lacks. Guard catches: steps whose repair the negative guard refused (a direction that failed "
                      "before on this database); new: not a repeat of an attempt already caught."))
     rows = []
@@ -316,12 +321,14 @@ def gate_blocks(gating: Mapping[str, Any]) -> list[tuple]:
             else:
                 share = "" if ft["share_pct"] is None else f" ({ft['share_pct']:.1f}%)"
                 foreign = f"{ft['repairs']} / {ft['generations']}{share}"
-            rows.append([label(m, s), str(x["steps"]), _f(x["reward_total"]), _f(x["reward_per_step"], 3),
+            carried = "" if x["injected_share_pct"] is None else f" ({x['injected_share_pct']:.1f}%)"
+            rows.append([label(m, s), str(x["steps"]), f"{x['injected_steps']}{carried}",
+                         _f(x["reward_total"]), _f(x["reward_per_step"], 3),
                          _f(x["never_inject_same_outcome"]), _f(x["regret_vs_never_inject"]),
                          _f(x["always_inject_same_outcome"]), _f(x["regret_vs_always_inject"]), foreign,
                          "–" if x["guard_catches"] is None
                          else f"{x['guard_catches']} ({x['guard_catches_new']} new)"])
-    doc.append(("table", ["Stream", "Steps", "Reward", "Reward / step", "Never-inject (same outcome)",
+    doc.append(("table", ["Stream", "Steps", "Memory in prompt", "Reward", "Reward / step", "Never-inject (same outcome)",
                           "Regret vs never", "Always-inject (same outcome)", "Regret vs always", "Foreign tables",
                           "Guard catches"], rows))
     rows = [[label(m, s), f"{role.replace('_', '-')} `{p['method']}`", str(p["n_common"]), str(p["gated_only"]),

@@ -8,8 +8,10 @@ rung and by the baseline), the statistic is the difference in pass@k::
 
 with a 95 % percentile interval from a bootstrap over tasks (``bench.stats.cluster_bootstrap``,
 tasks as clusters; the same resampling as the SQL report's query bootstrap). ``gained`` and
-``lost`` count the tasks only the rung and only the baseline verified. Runs whose task set or
-model differ from the baseline's are not paired, and say so.
+``lost`` count the tasks only the rung and only the baseline verified: the discordant pairs b and
+c of the exact two-sided McNemar (sign) test beside the interval, ``exact_p`` =
+``bench.stats.mcnemar_exact(gained, lost)``. Runs whose task set or model differ from the
+baseline's are not paired, and say so.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ..agents.terminal import format_report, summarize
 from ..agents.terminal.report import run_dirs
 from ..errors import InvalidInputError
 from ..untrusted import printable
-from .stats import cluster_bootstrap
+from .stats import cluster_bootstrap, format_p
 
 
 def _solved(summary: dict[str, Any], k: int) -> dict[str, int]:
@@ -58,23 +60,24 @@ def paired_ladder(summaries: Sequence[dict[str, Any]], *, baseline: str = "none"
                          "gained": sum(1 for t in tasks if a[t] > o[t]), "lost": sum(1 for t in tasks if a[t] < o[t]),
                          "complete": bool(s["pass_complete"][k - 1] and b["pass_complete"][k - 1]),
                          "delta_pp": 100 * result.statistic, "low_pp": 100 * result.low, "high_pp": 100 * result.high,
-                         "resamples": resamples, "seed": seed})
+                         "exact_p": result.exact_p, "resamples": resamples, "seed": seed})
     return rows
 
 
 def format_paired(rows: Sequence[dict[str, Any]], baseline: str) -> str:
     """The paired table in Markdown."""
     lines = [f"Paired against `{baseline}` by task: Δ pass@k in percentage points, 95 % bootstrap interval "
-             "over tasks.", "",
-             "| Rung | k | Tasks | Rung solved | Baseline solved | Gained | Lost | Δ pp | 95% CI |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "over tasks; gained / lost are the discordant tasks b / c, exact p the two-sided exact McNemar "
+             "(sign) test on them.", "",
+             "| Rung | k | Tasks | Rung solved | Baseline solved | Gained | Lost | Δ pp | 95% CI | Exact p |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if not r["paired"]:
-            lines.append(f"| {r['memory']} | | | | | | | not paired: {r['note']} | |")
+            lines.append(f"| {r['memory']} | | | | | | | not paired: {r['note']} | | |")
             continue
         lines.append(f"| {r['memory']} | {r['k']}{'' if r['complete'] else ' (in progress)'} | {r['tasks']} | "
                      f"{r['rung']} | {r['baseline']} | {r['gained']} | {r['lost']} | {r['delta_pp']:+.2f} | "
-                     f"[{r['low_pp']:+.2f}, {r['high_pp']:+.2f}] |")
+                     f"[{r['low_pp']:+.2f}, {r['high_pp']:+.2f}] | {format_p(r['exact_p'])} |")
     return "\n".join(lines)
 
 

@@ -27,21 +27,33 @@ References: B. Efron and R. J. Tibshirani, *An Introduction to the Bootstrap*, C
 
 ``share_le_zero`` (the share of resamples with Δ* ≤ 0) is reported as a descriptive bootstrap
 quantity; it is not a calibrated p-value.
+
+Beside every interval, an exact paired test (:func:`discordant`, :func:`mcnemar_exact`): the
+discordant counts ``b`` (A right, B wrong) and ``c`` (the reverse) and the two-sided exact McNemar
+/ sign test ``p = min(1, 2 · P(X ≤ min(b, c)))``, ``X ~ Binomial(b + c, 1/2)``. Several seeds are
+pooled per cluster, the bootstrap's unit: a query counts for ``b`` when A is right in more of its
+seeds than B (``d_q > 0``), for ``c`` when fewer, and not at all on a tie. A query's seeds are
+correlated, so they make one pair, not ``S``; with one seed this is McNemar's test itself.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InvalidInputError
 
-__all__ = ["BootstrapResult", "PairedOutcomes", "bootstrap_distribution", "bootstrap_indices", "cluster_bootstrap",
-           "paired_bootstrap", "paired_outcomes", "compare_methods"]
+__all__ = ["EXACT_NOTE", "BootstrapResult", "PairedOutcomes", "bootstrap_distribution", "bootstrap_indices",
+           "cluster_bootstrap", "compare_methods", "discordant", "exact_cells", "format_p", "mcnemar_exact",
+           "paired_bootstrap", "paired_outcomes"]
 
 _CHUNK_ELEMENTS = 2_000_000   # indices drawn per chunk (bounded memory: ~16 MB of int64)
+EXACT_NOTE = ("b / c: the discordant queries (clusters), right for the method and wrong for the baseline, and the "
+              "reverse (with several seeds: right in more seeds, and in fewer); exact p: the two-sided exact "
+              "McNemar (sign) test on them, min(1, 2 · P(X ≤ min(b, c))) with X ~ Binomial(b + c, 1/2).")
 
 
 @dataclass(frozen=True)
@@ -60,9 +72,49 @@ class BootstrapResult:
     n_seeds: int
     share_le_zero: float
     share_ge_zero: float
+    discordant_b: int     # clusters with Σ d > 0 (A right where B is wrong)
+    discordant_c: int     # clusters with Σ d < 0
+    exact_p: float        # mcnemar_exact(discordant_b, discordant_c)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar (sign) test of ``b`` discordant pairs won by A against ``c`` won by B.
+
+    Under H0 each discordant pair goes either way with probability 1/2, so with ``n = b + c``::
+
+        p = min(1, 2 · P(X ≤ min(b, c))) = min(1, 2 · Σ_{i=0}^{min(b, c)} C(n, i) / 2^n),  X ~ Binomial(n, 1/2)
+
+    (``p = 1`` when ``n = 0``). Integer arithmetic (``math.comb``); one division at the end.
+    """
+    if min(b, c) < 0:
+        raise InvalidInputError(f"discordant counts must be >= 0, got b={b}, c={c}")
+    n = b + c
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2 ** n)
+
+
+def discordant(d: np.ndarray, clusters: Sequence[Any] | None = None) -> tuple[int, int]:
+    """(b, c): the clusters whose summed paired difference ``d`` is above and below zero (module docstring)."""
+    d = np.asarray(d, dtype=float).reshape(-1)
+    labels, g = _clusters(len(d), clusters)
+    sums = np.bincount(labels, weights=d, minlength=g)
+    eps = 1e-12     # a mean over seeds of equal outcomes may miss zero in the last bit
+    return int((sums > eps).sum()), int((sums < -eps).sum())
+
+
+def format_p(p: float | None) -> str:
+    """An exact p-value in three significant digits (``0.625``, ``0.00195``), ``–`` without one."""
+    return "–" if p is None else f"{p:.3g}"
+
+
+def exact_cells(result: Mapping[str, Any] | None) -> list[str]:
+    """The report cells ``b / c`` and ``exact p`` of a :class:`BootstrapResult` dict (``–`` without one)."""
+    if not result:
+        return ["–", "–"]
+    return [f"{result['discordant_b']} / {result['discordant_c']}", format_p(result["exact_p"])]
 
 
 def bootstrap_indices(n_units: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
@@ -109,7 +161,8 @@ def bootstrap_distribution(d: np.ndarray, clusters: Sequence[Any] | None = None,
 def cluster_bootstrap(d: np.ndarray, clusters: Sequence[Any] | None = None, *, resamples: int = 10_000,
                       seed: int = 0, level: float = 0.95, cluster: str | None = None, n_seeds: int = 1
                       ) -> BootstrapResult:
-    """Percentile interval of the mean of per-query differences ``d`` under a cluster bootstrap."""
+    """Percentile interval of the mean of per-query differences ``d`` under a cluster bootstrap, and
+    the exact paired test on the same clusters (:func:`discordant`, :func:`mcnemar_exact`)."""
     if not 0 < level < 1:
         raise InvalidInputError(f"level must be in (0, 1), got {level}")
     d = np.asarray(d, dtype=float).reshape(-1)
@@ -120,11 +173,13 @@ def cluster_bootstrap(d: np.ndarray, clusters: Sequence[Any] | None = None, *, r
     low, high = np.quantile(stats, [alpha, 1.0 - alpha])
     # resampled means of identical values can differ from them in the last bit: compare with a tolerance
     eps = 1e-12
+    b, c = discordant(d, clusters)
     return BootstrapResult(
         statistic=float(d.mean()), low=float(low), high=float(high), level=level, resamples=resamples, seed=seed,
         cluster=cluster or ("query" if clusters is None else "custom"),
         n_clusters=_clusters(len(d), clusters)[1], n_queries=int(d.size), n_seeds=n_seeds,
-        share_le_zero=float(np.mean(stats <= eps)), share_ge_zero=float(np.mean(stats >= -eps)))
+        share_le_zero=float(np.mean(stats <= eps)), share_ge_zero=float(np.mean(stats >= -eps)),
+        discordant_b=b, discordant_c=c, exact_p=mcnemar_exact(b, c))
 
 
 def paired_bootstrap(a: np.ndarray, b: np.ndarray, clusters: Sequence[Any] | None = None, *,

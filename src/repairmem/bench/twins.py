@@ -16,7 +16,9 @@ cells whose query is in the stratum in that seed; Δ = mean over those cells of
 (final correct of method − of baseline), with the percentile interval of the same cluster
 bootstrap (:func:`repairmem.bench.stats.cluster_bootstrap`: whole queries, or databases, are
 drawn, each bringing its cells of the stratum along). With one seed, or a query in the stratum in
-every seed, this is exactly Table 2's Δ restricted to the stratum.
+every seed, this is exactly Table 2's Δ restricted to the stratum. The exact paired test beside it
+(``b / c``, ``exact p``) pools a query's cells of the stratum as Table 2 pools its seeds
+(:func:`repairmem.bench.stats.discordant`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from ..errors import InvalidInputError, RepairmemError
 from ..types import normalize_sql
 from ..sql.datasets import load_dataset
 from .metrics import Run, _mean_std, method_label
-from .stats import cluster_bootstrap, paired_outcomes
+from .stats import EXACT_NOTE, cluster_bootstrap, exact_cells, paired_outcomes
 
 __all__ = ["STRATA", "earlier_twins", "seed_stream_twins", "stream_orders", "twin_blocks", "twin_groups",
            "twin_key", "twin_metrics"]
@@ -203,11 +205,12 @@ def _cell(agg: Mapping[str, Any], key: str, digits: int) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}" if std is not None else f"{mean:.{digits}f}"
 
 
-def _delta(result: Mapping[str, Any] | None) -> tuple[str, str]:
+def _delta(result: Mapping[str, Any] | None) -> list[str]:
+    """Δ, its interval, and the exact paired test's ``b / c`` and ``exact p``."""
     if not result:
-        return "–", "–"
-    return (f"{100 * result['statistic']:+.2f}",
-            f"[{100 * result['low']:+.2f}, {100 * result['high']:+.2f}]")
+        return ["–", "–", *exact_cells(result)]
+    return [f"{100 * result['statistic']:+.2f}", f"[{100 * result['low']:+.2f}, {100 * result['high']:+.2f}]",
+            *exact_cells(result)]
 
 
 def twin_blocks(twins: Mapping[str, Any]) -> list[tuple]:
@@ -227,7 +230,7 @@ def twin_blocks(twins: Mapping[str, Any]) -> list[tuple]:
                      f"{counts}. n, final EX % and repaired (initial failures finally correct): mean ± sample std "
                      f"over seeds. Δ EX pp: method − `{twins['baseline']}` on the (query, seed) cells of the "
                      f"stratum both recorded, 95% percentile interval from Table 2's cluster bootstrap over {unit} "
-                     f"restricted to the stratum, B = {twins['resamples']:,}, seed {twins['seed']}."))
+                     f"restricted to the stratum, B = {twins['resamples']:,}, seed {twins['seed']}. " + EXACT_NOTE))
     doc += [("list", list(twins["notes"]))] if twins.get("notes") else []
     if not twins["baseline_present"]:
         doc.append(("p", f"The baseline `{twins['baseline']}` is not in this run; no paired Δ."))
@@ -241,6 +244,6 @@ def twin_blocks(twins: Mapping[str, Any]) -> list[tuple]:
                       *_delta((row.get("paired") or {}).get(stratum))]
         rows.append(cells)
     headers = ["Method"] + [f"{_STRATUM_LABELS[s]} {h}" for s in STRATA
-                            for h in ("n", "final EX %", "repaired", "Δ EX pp", "95% CI")]
+                            for h in ("n", "final EX %", "repaired", "Δ EX pp", "95% CI", "b / c", "exact p")]
     doc.append(("table", headers, rows))
     return doc
