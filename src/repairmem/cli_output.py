@@ -67,3 +67,11 @@ def verb_text(verb: str, out: dict) -> str:
         from .gate.audit import format_explanation
         return format_explanation(out)
     return json.dumps(out, indent=2, ensure_ascii=False)
+
+
+def command(parent, name: str, func, help: str) -> argparse.ArgumentParser:
+    """A subcommand of ``parent`` running ``func(args)``, with the ``--json`` every command has."""
+    p = parent.add_parser(name, help=help, description=help)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=func)
+    return p

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from repairmem.agents import sql_repair
+from repairmem.agents import sql_environment, sql_repair
 from repairmem.agents.sql_repair import LoopOptions
 from repairmem.bench.runner import RunConfig, run
 from repairmem.errors import InvalidInputError
@@ -49,13 +49,13 @@ def run_methods(tmp_path, methods, executions):
 def executions(monkeypatch):
     """Counts real executions of model-written SQL (the real scorer still runs)."""
     calls = []
-    real = sql_repair.score_spider
+    real = sql_environment.score_spider
 
     def counting(db, sql, gold, **kw):
         calls.append(sql)
         return real(db, sql, gold, **kw)
 
-    monkeypatch.setattr(sql_repair, "score_spider", counting)
+    monkeypatch.setattr(sql_environment, "score_spider", counting)
     return calls
 
 

@@ -40,7 +40,7 @@ ALLOWED = {
     "bench": BASE | MID | {"memory", "agents", "domains"},
     "demo": BASE | MID | {"memory", "agents", "bench", "domains"},   # the main job: the benchmark's loop, live
 }
-ANYTHING = {"cli", "cli_output", "mcp", "mcp_server", "__main__"}
+ANYTHING = {"cli", "cli_output", "cli_sql", "mcp", "mcp_server", "__main__"}
 
 
 def _modules() -> dict[str, Path]:

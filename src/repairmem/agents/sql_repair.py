@@ -23,23 +23,22 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..sql.datasets import Example
-from ..sql.scoring import Verdict, score_bird, score_spider
+from ..sql.scoring import Verdict
 from ..check import check_int, check_number
 from ..errors import InvalidInputError
 from ..llm.protocol import ChatModel, ChatResult, ContextWindowError, GenerationConfig, Message
-from ..errors import PromptLeakError
-from ..sql.audit import check_prompt, find_leaks
 from ..sql.prompts import CLIP_CHARS, COMPACTION_LEVELS, AttemptView, prompt_version, reflection_prompt, repair_prompt
-from ..sql.prompts import MEMORY_BLOCK, extract_sql
+from ..sql.prompts import extract_sql
 from ..domains import SqlFailure
 from ..memory import ADDED_FEATURES, Memory, Recall
 from ..domains import RETRIEVAL_METHODS, RetrievalConfig, copies_foreign_names, sql_diagnosis
 from ..sql.hints import lesson, repeats_failed_direction
 from ..sql.schema import database_identifiers
-from ..sql.execute import MAX_TIMEOUT_S, execute_readonly
+from ..sql.execute import MAX_TIMEOUT_S
 from ..types import Attempt, Episode, Outcome, Polarity, answer_episode, answer_memory, memory_from_episode, normalize_sql
 from ..untrusted import untrusted
 from .sampling import check_repeat_sampling, repeat_sampling
+from .sql_environment import ORACLES, SqlEnvironment
 
 BOTH = (Polarity.POSITIVE, Polarity.NEGATIVE)
 
@@ -166,10 +165,15 @@ class LoopOptions:
     sampling_temperature_step: float = 0.2
     max_sampling_temperature: float = 1.4
     seed: int = 0                       # seeds the sampling fallback (with the query id and step)
+    oracle: str = "single-db"           # single-db | test-suite (Spider: the gold's suite instances too)
 
     def __post_init__(self) -> None:
         if self.dataset not in ("spider", "bird"):
             raise InvalidInputError(f"dataset must be spider or bird, got {self.dataset!r}")
+        if self.oracle not in ORACLES:
+            raise InvalidInputError(f"oracle must be one of {', '.join(ORACLES)}, got {self.oracle!r}")
+        if self.oracle == "test-suite" and self.dataset != "spider":
+            raise InvalidInputError("the test-suite oracle is built for Spider; BIRD is scored on its one database")
         check_int(self.budget, "budget", low=0)
         prompt_version(self.dataset, "repair", self.layout)   # validates the layout
         if self.timeout_s is not None:
@@ -192,65 +196,6 @@ class LoopOptions:
         return repeat_sampling(GenerationConfig(max_tokens=self.max_tokens), f"{self.seed}/{query_id}/{step}", repeats,
                                before=self.repeats_before_sampling, start=self.sampling_temperature,
                                step=self.sampling_temperature_step, cap=self.max_sampling_temperature)
-
-
-class SqlEnvironment:
-    """The verifier of one example. Holds the reference; hands out only verdicts and audits."""
-
-    def __init__(self, example: Example, options: LoopOptions) -> None:
-        if example.db_path is None:
-            raise InvalidInputError(f"{example.example_id}: database {example.db_id} is absent; it cannot be run")
-        self._example = example
-        self._options = options
-        self._gold_rows: tuple | None = None
-        self._observed: set = set()   # rows the agent's own queries returned: observable, not a leak
-
-    @property
-    def db_path(self):
-        return self._example.db_path
-
-    def check(self, sql: str) -> Verdict:
-        score = score_spider if self._options.dataset == "spider" else score_bird
-        verdict = score(self._example.db_path, sql, self._example.gold_sql, timeout_s=self._options.execution_timeout)
-        self._observed.update(tuple(r) for r in verdict.pred.rows[:1000])
-        return verdict
-
-    def audit(self, prompt: str, where: str, *, position: int, memories: Sequence = (),
-              own_texts: Sequence[str] = (), database_texts: Sequence[str] = ()) -> int:
-        """Fail closed if ``prompt`` leaks the reference; return how many memory blocks hold it anyway.
-
-        Outside memory blocks: no reference SQL, and no reference row the agent has not itself
-        observed in the results of its own queries. ``own_texts`` — the agent's own earlier
-        answers and reflections, each produced from a prompt that passed this audit — are masked
-        first: a wrong attempt such as ``... ORDER BY age DESC LIMIT 3`` may contain the reference
-        ``... ORDER BY age DESC`` as a prefix without anything having leaked. ``database_texts`` — text
-        rendered from the database alone, with no access to the reference (the schema's sample
-        values) — are masked too: the first values of ``Friend.student_id`` may equal the first rows
-        of a reference ``SELECT student_id FROM Friend INTERSECT ...`` (Spider dev 899), which is the
-        database's content, not a leak. Inside memory blocks: each rendered memory must
-        be provably causal (no provenance from this query, first observed before ``position``);
-        then its text may coincide with the reference — Spider has paraphrased questions with the
-        same reference query, so another query's verified correction can equal this one's answer.
-        That is knowledge the stream had, not a leak; it is counted and recorded, never hidden.
-        """
-        for memory in memories:
-            if any(p.source_query == self._example.example_id for p in memory.provenance) or \
-                    min(p.source_pos for p in memory.provenance) >= position:
-                raise PromptLeakError(f"{where}: memory {memory.id} is not causal for this query "
-                                      f"(provenance {memory.provenance}); aborting")
-        if self._gold_rows is None:
-            gold = execute_readonly(self._example.db_path, self._example.gold_sql,
-                                    timeout_s=self._options.execution_timeout, max_rows=50)
-            self._gold_rows = gold.rows if gold.ok else ()
-        unseen = [r for r in self._gold_rows if tuple(r) not in self._observed]
-        blocks = [m.group(0) for m in MEMORY_BLOCK.finditer(prompt)]
-        if len(blocks) != len(memories):
-            raise PromptLeakError(f"{where}: {len(blocks)} memory blocks rendered for {len(memories)} memories")
-        visible = MEMORY_BLOCK.sub("<<<MEMORY>>>", prompt)
-        for text in sorted({t for t in (*own_texts, *database_texts) if t}, key=len, reverse=True):
-            visible = visible.replace(text, "<<<OWN>>>")
-        check_prompt(visible, reference_sql=self._example.gold_sql, reference_rows=unseen, where=where)
-        return sum(bool(find_leaks(b, reference_sql=self._example.gold_sql, reference_rows=unseen)) for b in blocks)
 
 
 @dataclass
@@ -289,6 +234,7 @@ class _AttemptState:
     failed_direction: int | None = None # the negative memory this attempt repeated (not run)
     same_result_as: int | None = None   # executed, and returned the same rows as this earlier attempt
     executed: bool = True
+    single_db: bool | None = None       # test-suite oracle: the original database's verdict alone
 
     def view(self, grounded: bool) -> AttemptView:
         note = ""
@@ -301,7 +247,8 @@ class _AttemptState:
 
 def _state(sql: str, verdict: Verdict, raw: str = "") -> _AttemptState:
     p = verdict.pred
-    return _AttemptState(sql, verdict.outcome, verdict.error or "", p.rows[:20], p.columns, p.ok, raw=raw)
+    return _AttemptState(sql, verdict.outcome, verdict.error or "", p.rows[:20], p.columns, p.ok, raw=raw,
+                         single_db=verdict.single_db)
 
 
 @dataclass(frozen=True)
@@ -328,15 +275,16 @@ def _observations(env: SqlEnvironment, current: _AttemptState) -> str:
 
 def run_episode(example: Example, position: int, initial: InitialPrediction, *, method: Method, model: ChatModel,
                 schema: str, options: LoopOptions, memory: Memory | None = None, run_id: str = "run",
-                samples: str = "") -> "EpisodeResult":
+                samples: str = "", suite=None) -> "EpisodeResult":
     """Run one episode; return its record and the memories its finalization writes (not yet written).
     ``memory``: the run's ``Memory`` (no gate for the paper rows), for methods that retrieve;
-    ``samples`` (schema sample values): shown to grounded methods only."""
+    ``samples`` (schema sample values): shown to grounded methods only; ``suite``: the test suite of
+    the test-suite oracle (``SqlEnvironment``)."""
     if method.uses_memory and memory is None:
         raise InvalidInputError(f"method {method.name} retrieves memory: pass the Memory of its store")
     if method.uses_memory and memory.gated != (method.gate is not None):
         raise InvalidInputError(f"method {method.name}: its Memory must {'have a' if method.gate else 'have no'} gate")
-    env = SqlEnvironment(example, options)
+    env = SqlEnvironment(example, options, suite)
     query_id = example.example_id
     where = f"{query_id} ({method.name})"
     attempts = [_state(initial.sql, env.check(initial.sql), initial.text)]
@@ -440,7 +388,8 @@ def _episode_record(example: Example, position: int, method: Method, attempts: l
         "final_correct": final.verdict_outcome is Outcome.CORRECT,
         "attempts": [{"k": i, "sql": a.sql, "outcome": a.verdict_outcome.value, "error": a.error,
                       "failure_type": a.failure_type, "failure_subtype": a.failure_subtype, "raw": a.raw[:2000],
-                      "repeat_of": a.repeat_of, "executed": a.executed}
+                      "repeat_of": a.repeat_of, "executed": a.executed,
+                      **({} if a.single_db is None else {"single_db": a.single_db})}
                      for i, a in enumerate(attempts)],
         "steps": steps,
         "initial_usage": dict(initial.usage),

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 import re
 import sys
@@ -40,13 +39,15 @@ from ..untrusted import printable
 from ..files import output_dir, write_atomic
 from .gating import gate_blocks, gate_metrics
 from .metrics import ABLATIONS, Run, load_runs, method_label, run_metrics
+from .plots import draw_plots
+from .oracle import oracle_blocks, oracle_metrics, scoring_note, with_oracle
 from .provenance import provenance_blocks, provenance_metrics
-from .stats import compare_methods
+from .stats import EXACT_NOTE, compare_methods, exact_cells
 from .twins import twin_blocks, twin_metrics
 
 __all__ = ["ReportPaths", "build_metrics", "main_report", "render_html", "render_markdown", "write_report"]
 
-SCORING_NOTE = ("Scoring: execution match on the single database available here (no test-suite databases). "
+SCORING_NOTE = ("Scoring: execution match on the single database of each example (no test suite). "
                 "Accuracy is over the executable examples of each stream; skipped examples are listed below "
                 "and never counted as failures.")
 PLOTS = ("accuracy_vs_tokens", "learning_curves", "failure_types")
@@ -81,7 +82,7 @@ def build_metrics(run: Run, *, baseline: str = "iterative", bootstrap: int = 10_
         "run": {"name": run.path.resolve().name, "config": run.config, **run.meta,
                 "complete": run.complete, "expected_per_stream": run.expected_per_stream,
                 "notes": list(run.notes), "missing_streams": [f"{m}-seed{s}" for m, s in run.missing_streams]},
-        "scoring": SCORING_NOTE,
+        "scoring": scoring_note(run, SCORING_NOTE),
         "skipped": {"count": len(run.skipped), "by_reason": dict(sorted(by_reason.items())),
                     "by_database": [{"db_id": db, "reason": reason, "count": len(ids), "example_ids": ids}
                                     for (db, reason), ids in sorted(by_db.items())]},
@@ -109,6 +110,7 @@ def build_metrics(run: Run, *, baseline: str = "iterative", bootstrap: int = 10_
         ablation_rows[m] = row
     out["ablations"] = {"reference": REFERENCE, "reference_present": reference is not None,
                         "difference": "variant - merit", "rows": ablation_rows}
+    out["oracle"] = oracle_metrics(run)
     out["gating"] = gate_metrics(run)
     out["twins"] = twin_metrics(run, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
     out["provenance"] = provenance_metrics(run, baseline=baseline)
@@ -145,10 +147,10 @@ def _pp(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:+.2f}"
 
 
-def _ci(result: Mapping[str, Any] | None) -> str:
-    if not result:
-        return "–"
-    return f"[{100 * result['low']:+.2f}, {100 * result['high']:+.2f}]"
+def _ci(result: Mapping[str, Any] | None) -> list[str]:
+    """The interval's cell, then its exact paired test's ``b / c`` and ``exact p`` (``stats.exact_cells``)."""
+    ci = f"[{100 * result['low']:+.2f}, {100 * result['high']:+.2f}]" if result else "–"
+    return [ci, *exact_cells(result)]
 
 
 def _name(method: str) -> str:
@@ -163,7 +165,9 @@ Block = tuple  # ("h1"|"h2"|"p", text) | ("table", headers, rows[, align]) | ("i
 
 def _document(m: Mapping[str, Any], plots: Sequence[str]) -> list[Block]:
     """The report as blocks, section by section."""
-    return [*_run_blocks(m), *_skipped_blocks(m), *_accuracy_blocks(m), *_paired_blocks(m),
+    return [*_run_blocks(m), *_skipped_blocks(m), *_accuracy_blocks(m),
+            *oracle_blocks(m.get("oracle") or {}),  # what the test suite took back from the single database
+            *_paired_blocks(m),
             *twin_blocks(m.get("twins") or {}),     # accuracy split by whether an earlier example had the same gold
             *_cost_blocks(m), *_sampling_blocks(m), *_ablation_blocks(m), *_memory_blocks(m),
             *gate_blocks(m.get("gating") or {}),    # gated rows: what the gate chose and what followed
@@ -251,14 +255,14 @@ def _paired_blocks(m: Mapping[str, Any]) -> list[Block]:
                          f"cluster bootstrap over {unit}, B = {p['resamples']:,}, seed {p['seed']}; each resample "
                          f"keeps a query's outcomes in every seed together. Repaired share: the same difference on "
                          f"the initial failures only. \"Share Δ* ≤ 0\" is the share of bootstrap resamples at or "
-                         f"below zero (descriptive, not a p-value)."))
+                         f"below zero (descriptive, not a p-value). " + EXACT_NOTE))
         rows = []
         for x, c in p["comparisons"].items():
             f, r = c.get("final_ex"), c.get("repaired_share")
-            rows.append([_name(x), f"{c['n_queries']} × {len(c['seeds'])}", _pp(f and f["statistic"]), _ci(f),
-                         _pp(r and r["statistic"]), _ci(r), _num(f and f["share_le_zero"], 3)])
-        doc.append(("table", ["Method", "Queries × seeds", "Δ EX pp", "95% CI", "Δ repaired share pp", "95% CI",
-                              "Share Δ* ≤ 0"], rows))
+            rows.append([_name(x), f"{c['n_queries']} × {len(c['seeds'])}", _pp(f and f["statistic"]), *_ci(f),
+                         _pp(r and r["statistic"]), *_ci(r), _num(f and f["share_le_zero"], 3)])
+        doc.append(("table", ["Method", "Queries × seeds", "Δ EX pp", "95% CI", "b / c", "Exact p",
+                              "Δ repaired share pp", "95% CI", "b / c", "Exact p", "Share Δ* ≤ 0"], rows))
     return doc
 
 
@@ -327,18 +331,18 @@ def _ablation_blocks(m: Mapping[str, Any]) -> list[Block]:
         if ab["reference_present"]:
             doc.append(("p", "Final execution accuracy, mean ± sample std over seeds. Δ: variant − full MERIT in "
                              "percentage points (difference of means); the interval is the paired query-cluster "
-                             "bootstrap on the queries both recorded."))
+                             "bootstrap on the queries both recorded. " + EXACT_NOTE))
         else:
             doc.append(("p", "Full MERIT (`merit`) is not in this run; the variants are shown without Δ."))
         rows = []
         if ab["reference_present"]:
-            rows.append([_name(REFERENCE) + " full", _pm(agg[REFERENCE], "final_ex_pct"), "–", "–"])
+            rows.append([_name(REFERENCE) + " full", _pm(agg[REFERENCE], "final_ex_pct"), "–", *_ci(None)])
         for x, row in ab["rows"].items():
             paired = (row.get("paired") or {}).get("final_ex")
             rows.append([_name(x), _pm(agg[x], "final_ex_pct"),
                          "–" if row.get("delta_of_means_pp") is None else f"{row['delta_of_means_pp']:+.2f}",
-                         _ci(paired)])
-        doc.append(("table", ["Variant", "Final EX %", "Δ pp", "Paired 95% CI"], rows))
+                         *_ci(paired)])
+        doc.append(("table", ["Variant", "Final EX %", "Δ pp", "Paired 95% CI", "b / c", "Exact p"], rows))
     return doc
 
 
@@ -477,95 +481,16 @@ def render_html(metrics: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
 
 # -- plots -----------------------------------------------------------------------------------------
 
-def draw_plots(metrics: Mapping[str, Any]) -> dict[str, bytes]:
-    """PNG bytes of each plot (matplotlib, Agg backend); ``{}`` when matplotlib is not installed."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg", force=True)
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return {}
-    methods = metrics["method_order"]
-    agg = metrics["methods"]
-    palette = [plt.get_cmap("tab10")(i) for i in range(10)]
-    colors = {x: palette[i % 10] for i, x in enumerate(methods)}
-    styles = {x: ("-", "--", ":")[(i // 10) % 3] for i, x in enumerate(methods)}
-    out: dict[str, bytes] = {}
-
-    def png(fig) -> bytes:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-        plt.close(fig)
-        return buf.getvalue()
-
-    with plt.rc_context({"font.size": 9}):
-        fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
-        for x in methods:
-            mean, std = agg[x]["mean"], agg[x]["std"]
-            ax.errorbar([mean["tokens_total"]], [mean["final_ex_pct"]],
-                        yerr=[std["final_ex_pct"]] if std.get("final_ex_pct") is not None else None,
-                        xerr=[std["tokens_total"]] if std.get("tokens_total") is not None else None,
-                        fmt="o", color=colors[x], capsize=3, label=method_label(x))
-            ax.annotate(method_label(x), (mean["tokens_total"], mean["final_ex_pct"]), textcoords="offset points",
-                        xytext=(5, 4), fontsize=8)
-        ax.set_xlabel("total tokens (initial + repair, prompt + completion), mean over seeds")
-        ax.set_ylabel("final execution accuracy (%)")
-        ax.set_title("Accuracy against tokens")
-        ax.grid(alpha=.3)
-        out["accuracy_vs_tokens"] = png(fig)
-
-        fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
-        for x in methods:
-            curves = metrics["learning_curves"][x]
-            for c in curves["seeds"].values():
-                ax.plot(range(1, len(c) + 1), c, color=colors[x], alpha=.3, linewidth=.8)
-            mean = curves["mean"]
-            ax.plot(range(1, len(mean) + 1), mean, color=colors[x], linestyle=styles[x], linewidth=2,
-                    label=method_label(x))
-        ax.set_xlabel("stream position (episodes finalized)")
-        ax.set_ylabel("cumulative repairs")
-        ax.set_title("Learning curves")
-        ax.grid(alpha=.3)
-        ax.legend(fontsize=8, loc="best")
-        out["learning_curves"] = png(fig)
-
-        fig, axes = plt.subplots(1, 2, figsize=(10, 1.2 + 0.45 * max(len(methods), 3)), layout="constrained",
-                                 sharey=True)
-        types = sorted({t for x in methods for k in ("failure_types_initial", "failure_types_final")
-                        for t in agg[x]["mean"][k]})
-        type_colors = {t: plt.get_cmap("tab10")(i % 10) for i, t in enumerate(types)}
-        labels = [method_label(x) for x in methods]
-        for ax, key, title in zip(axes, ("failure_types_initial", "failure_types_final"),
-                                  ("initial failures", "still failing after repair")):
-            left = [0.0] * len(methods)
-            for t in types:
-                shares = []
-                for x in methods:
-                    counts = agg[x]["mean"][key]
-                    total = sum(counts.values())
-                    shares.append(100 * counts.get(t, 0) / total if total else 0.0)
-                ax.barh(labels, shares, left=left, color=type_colors[t], label=t)
-                left = [a + b for a, b in zip(left, shares)]
-            ax.set_xlim(0, 100)
-            ax.set_xlabel("share of failures (%)")
-            ax.set_title(title)
-        axes[0].invert_yaxis()   # shared y: the methods read top to bottom in table order
-        if types:
-            handles, names = axes[0].get_legend_handles_labels()
-            fig.legend(handles, names, loc="outside lower center", ncols=min(len(types), 4), fontsize=8)
-        out["failure_types"] = png(fig)
-    return out
-
-
 # -- files -----------------------------------------------------------------------------------------
 
 def write_report(run_dir: str | Path | Sequence[str | Path], out_dir: str | Path | None = None, *,
                  baseline: str = "iterative", bootstrap: int = 10_000, seed: int = 0,
-                 cluster: str = "query") -> ReportPaths:
+                 cluster: str = "query", oracle: str | None = None, suite: str | Path | None = None) -> ReportPaths:
     """Read ``run_dir`` (or several folders of one configuration, ``load_runs``), write the report
-    files into ``out_dir`` (default: the first folder's ``report``)."""
+    files into ``out_dir`` (default: the first folder's ``report``). ``oracle="test-suite"`` scores
+    a single-database run again on the test suite (``bench.oracle``; ``suite``: its folder)."""
     check_int(bootstrap, "bootstrap", low=1)
-    run = load_runs([run_dir] if isinstance(run_dir, (str, Path)) else list(run_dir))
+    run = with_oracle(load_runs([run_dir] if isinstance(run_dir, (str, Path)) else list(run_dir)), oracle, suite)
     metrics = build_metrics(run, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
     out = output_dir(out_dir if out_dir is not None else run.path / "report")
     images = draw_plots(metrics)
@@ -581,13 +506,15 @@ def write_report(run_dir: str | Path | Sequence[str | Path], out_dir: str | Path
 
 
 def main_report(run_dir: str | Sequence[str], *, json_out: bool = False, out_dir: str | None = None, baseline: str = "iterative",
-                bootstrap: int = 10_000, seed: int = 0, cluster: str = "query", stdout: TextIO | None = None) -> int:
+                bootstrap: int = 10_000, seed: int = 0, cluster: str = "query", oracle: str | None = None,
+                suite: str | None = None, stdout: TextIO | None = None) -> int:
     """CLI entry (``repairmem sql report RUN_DIR [RUN_DIR ...]``): write the files, print Markdown (or metrics JSON).
 
     Returns the exit status (0). Bad input raises :class:`~repairmem.errors.InvalidInputError`.
     """
     stdout = stdout or sys.stdout
-    paths = write_report(run_dir, out_dir, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster)
+    paths = write_report(run_dir, out_dir, baseline=baseline, bootstrap=bootstrap, seed=seed, cluster=cluster,
+                         oracle=oracle, suite=suite)
     print(printable(paths.metrics.read_text(encoding="utf-8") if json_out else paths.markdown.read_text(encoding="utf-8")),
           end="", file=stdout)
     if not json_out:

@@ -46,6 +46,7 @@ from ..sql.evidence import sample_values
 from ..store.sqlite import SQLiteMemoryStore
 from ..llm.protocol import ChatModel
 from ..sql.datasets import Dataset, load_dataset
+from ..sql.suite import dataset_suite
 from ..files import append_jsonl, output_dir, read_jsonl_lines, write_atomic
 from .initial import initial_predictions
 
@@ -161,12 +162,14 @@ def _check_run_json(out: Path, config: RunConfig, resume: bool) -> bool:
     return True
 
 
-def _write_run_json(out: Path, config: RunConfig) -> None:
-    """Written once the data, the model and the encoder have loaded: a failed start leaves no run."""
+def _write_run_json(out: Path, config: RunConfig, suite=None) -> None:
+    """Written once the data, the model, the encoder and the suite have loaded: a failed start leaves no run."""
     from .. import __version__
-    write_atomic(out / "run.json", json.dumps({"config": config.to_json(), "repairmem": __version__,
-                                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-                                              indent=2))
+    body = {"config": config.to_json(), "repairmem": __version__,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if suite is not None:
+        body["test_suite"] = suite.digest
+    write_atomic(out / "run.json", json.dumps(body, indent=2))
 
 
 @contextmanager
@@ -218,10 +221,11 @@ def reward_config(method) -> RewardConfig:
 
 def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, initial: dict, *,
                options: LoopOptions, out: Path, encoder=None, progress: Progress | None = None,
-               stop_after: int | None = None) -> Path:
+               stop_after: int | None = None, suite=None) -> Path:
     """Run (or continue) one (method, seed) stream; return its records file.
 
-    ``stop_after`` ends the stream after that many new episodes (tests use it to interrupt).
+    ``stop_after`` ends the stream after that many new episodes (tests use it to interrupt);
+    ``suite``: the test suite of the test-suite oracle.
     """
     method = get_method(method_name)
     records_path = out / "records" / f"{method.name}-seed{seed}.jsonl"
@@ -247,7 +251,7 @@ def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, 
                 samples[ex.db_id] = sample_values(ex.db_path)
             result = run_episode(ex, position, initial[ex.example_id], method=method, model=model,
                                  schema=dataset.schemas[ex.db_id], options=options, memory=memory, run_id=run_id,
-                                 samples=samples.get(ex.db_id, ""))
+                                 samples=samples.get(ex.db_id, ""), suite=suite)
             if method.gate is not None:
                 memory.end_session(ex.example_id)
                 memory.checkpoint(gates / f"{position + 1}.json", after=ex.example_id)
@@ -295,28 +299,43 @@ def _stream_memory(method, out: Path, run_id: str, recorded: int, order: list, e
 
 
 def run(config: RunConfig, out: Path, *, resume: bool = False, jobs: int = 1, model: ChatModel | None = None,
-        model_options: dict | None = None, encoder=None, show_progress: bool = True,
+        model_options: dict | None = None, encoder=None, show_progress: bool = True, suite_dir=None,
         log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> Path:
-    """Run every (method, seed) stream of ``config`` into ``out``."""
+    """Run every (method, seed) stream of ``config`` into ``out``. The test-suite oracle verifies on
+    the dataset's suite (``suite_dir``, or built or found in the cache); its digest is kept in
+    ``run.json`` and a resume must find the same suite."""
     out = Path(out)
     started = _check_run_json(out, config, resume)
     with _locked(out):
         return _run(config, out, started, jobs=jobs, model=model, model_options=model_options, encoder=encoder,
-                    show_progress=show_progress, log=log)
+                    show_progress=show_progress, log=log, suite_dir=suite_dir)
+
+
+def _run_suite(config: RunConfig, out: Path, started: bool, suite_dir, log):
+    """The test suite the run verifies with (None for the single-database oracle), checked against run.json."""
+    if config.options.oracle != "test-suite":
+        return None
+    suite = dataset_suite(config.data, suite_dir, log=log)
+    recorded = json.loads((out / "run.json").read_text()).get("test_suite") if started else None
+    if started and recorded != suite.digest:
+        raise InvalidInputError(f"{out / 'run.json'}: the run verified with test suite {recorded}, this one is "
+                                f"{suite.digest} ({suite.root}); resume with the same --suite")
+    return suite
 
 
 def _run(config: RunConfig, out: Path, started: bool, *, jobs, model, model_options, encoder, show_progress,
-         log) -> Path:
+         log, suite_dir=None) -> Path:
     from ..llm.models import resolve_model
     if jobs > 1 and config.model.startswith(("llama:", "replay:")):
         raise InvalidInputError(f"--jobs {jobs} needs an HTTP backend; {config.model} runs one call at a time")
     dataset = load_dataset(config.dataset, config.data, limit=config.limit, subset=config.subset)
+    suite = _run_suite(config, out, started, suite_dir, log)
     model = model or resolve_model(config.model, **(model_options or {}))
     if encoder is None and any(get_method(m).uses_memory for m in config.methods):
         from ..retrieval.encoders import resolve_encoder
         encoder = resolve_encoder(config.encoder)
     if not started:
-        _write_run_json(out, config)
+        _write_run_json(out, config, suite)
     write_atomic(out / "skipped.json", json.dumps(
         [{"example_id": ex.example_id, "db_id": ex.db_id, "reason": why} for ex, why in dataset.skipped], indent=1))
     log(f"{len(dataset.examples)} executable examples, {len(dataset.skipped)} skipped (database absent)")
@@ -328,7 +347,7 @@ def _run(config: RunConfig, out: Path, started: bool, *, jobs, model, model_opti
     streams = [(m, s) for s in config.seeds for m in config.methods]
     progress = Progress(len(streams) * len(dataset.examples), "repair", show_progress)
     work = lambda ms: run_stream(dataset, ms[0], ms[1], model, initial, options=config.options, out=out,
-                                 encoder=encoder, progress=progress)
+                                 encoder=encoder, progress=progress, suite=suite)
     if jobs > 1:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             list(pool.map(work, streams))

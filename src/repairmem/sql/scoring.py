@@ -44,9 +44,10 @@ Spider - the test-suite evaluator, github.com/taoyds/test-suite-sql-eval ``exec_
   we search the same space exactly but efficiently: gold column i may map to prediction column j
   only if the two columns are equal as lists (order matters) or as multisets, and a backtracking
   search extends a partial mapping only while the projected rows still match.
-- Not reproduced: the evaluator runs on every ``*.sqlite`` of the database's folder (the
-  "test-suite" distilled databases, absent here) and optionally plugs gold values
-  (``--plug_value``, off by default). We score on ``db_path`` only. A prediction that fails as
+- Test suites: the evaluator runs on every ``*.sqlite`` of the database's folder (the distilled
+  databases, not obtainable here); ``score_spider(..., instances=...)`` does the same with the
+  suite ``sql.suite`` generates, the original first. Not reproduced: plugging gold values
+  (``--plug_value``, off by default). A prediction that fails as
   written is an execution error even where ``postprocess``/``replace_cur_year`` would repair it.
 
 BIRD - ``evaluation.py`` of the BIRD benchmark (Li et al., 2023): correct iff
@@ -59,8 +60,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from os import PathLike
+from pathlib import Path
 
 import sqlglot
 from sqlglot import exp
@@ -83,12 +85,34 @@ class Verdict:
     correct: bool
     outcome: Outcome          # of the prediction: CORRECT / DENOTATION_MISMATCH / EXECUTION_ERROR / TIMEOUT
     error: str | None         # observable DBMS error of the prediction, if any
-    pred: ExecResult          # the prediction as written, executed
+    pred: ExecResult          # the prediction as written, executed (on the original database)
+    single_db: bool | None = None   # with a test suite: the verdict of the original database alone
+    told_apart_by: str | None = None   # with a test suite: the instance whose result differed
 
 
 def score_spider(db_path: str | PathLike[str], pred_sql: str, gold_sql: str, *, timeout_s: float = 60.0,
-                 keep_distinct: bool = False, max_rows: int = SCORING_MAX_ROWS) -> Verdict:
-    """Spider execution match (test-suite evaluator semantics; see the module docstring)."""
+                 keep_distinct: bool = False, max_rows: int = SCORING_MAX_ROWS,
+                 instances: Sequence[str | PathLike[str]] | None = None) -> Verdict:
+    """Spider execution match (test-suite evaluator semantics; see the module docstring).
+
+    ``instances``: the test suite's databases for this gold (``sql.suite.TestSuite.instances``). The
+    prediction is then correct only if it matches on the original and on every instance; a mismatch
+    on an instance is a DENOTATION_MISMATCH (what the agent observes stays its run on the original),
+    ``single_db`` keeps the original's verdict and ``told_apart_by`` names the instance.
+    """
+    verdict = _score_spider_one(db_path, pred_sql, gold_sql, timeout_s, keep_distinct, max_rows)
+    if instances is None:
+        return verdict
+    if not verdict.correct:
+        return replace(verdict, single_db=False)
+    for instance in instances:
+        if not _score_spider_one(instance, pred_sql, gold_sql, timeout_s, keep_distinct, max_rows).correct:
+            return Verdict(False, Outcome.DENOTATION_MISMATCH, None, verdict.pred, True, Path(instance).name)
+    return replace(verdict, single_db=True)
+
+
+def _score_spider_one(db_path, pred_sql: str, gold_sql: str, timeout_s: float, keep_distinct: bool,
+                      max_rows: int) -> Verdict:
     gold_form = official_spider_form(gold_sql, keep_distinct=keep_distinct)
     gold = _run_gold(db_path, gold_form, gold_sql, timeout_s, max_rows)
     pred = execute_readonly(db_path, pred_sql, timeout_s=timeout_s, max_rows=max_rows)
