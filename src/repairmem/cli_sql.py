@@ -129,9 +129,9 @@ def sql_commands(sub) -> None:
     p.add_argument("--data", required=True, help="Spider folder (dev.json, tables.json, database/)")
     p.add_argument("--out", help="where to write (default: ~/.cache/repairmem/test-suites/spider-<digest>)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--candidates", type=int, default=40, help="random instances generated per database")
+    p.add_argument("--candidates", type=int, default=60, help="random instances generated per database")
     p.add_argument("--keep", type=int, default=12, help="at most this many kept by the greedy cover")
-    p.add_argument("--minimum", type=int, default=6, help="at least this many kept per database")
+    p.add_argument("--minimum", type=int, default=10, help="at least this many kept per database")
     p.add_argument("--max-rows", type=int, default=32, help="rows per table of an instance, at most")
 
 

@@ -49,15 +49,16 @@ from .neighbours import neighbours, query_literals
 __all__ = ["FORMAT", "SuiteSettings", "TestSuite", "build_suite", "dataset_suite", "default_suite_dir", "gold_key"]
 
 FORMAT, VERSION = "repairmem-test-suite", 1
+GENERATOR = 3   # raised whenever instances or neighbours are generated differently: part of the digest
 _MAX_ROWS = 20_000
 
 
 @dataclass(frozen=True)
 class SuiteSettings:
     seed: int = 0
-    candidates: int = 40       # random instances generated per database
+    candidates: int = 60       # random instances generated per database
     keep: int = 12             # at most this many kept by the greedy cover
-    minimum: int = 6           # at least this many kept
+    minimum: int = 10          # at least this many kept
     max_rows: int = 32         # rows per table of an instance, at most
     timeout_s: float = 2.0     # per query while building
 
@@ -146,7 +147,7 @@ def build_suite(examples: Iterable, out: str | os.PathLike | None = None, *, set
         raise InvalidInputError("no example with a database: nothing to build a test suite for")
     sources = {db: {"sha256": _file_digest(exs[0].db_path), "golds": sorted({e.gold_sql for e in exs})}
                for db, exs in sorted(by_db.items())}
-    digest = hashlib.sha256(json.dumps({"version": VERSION, "settings": asdict(settings), "sources": sources},
+    digest = hashlib.sha256(json.dumps({"version": VERSION, "generator": GENERATOR, "settings": asdict(settings), "sources": sources},
                                        sort_keys=True).encode()).hexdigest()
     root = Path(out) if out is not None else default_suite_dir(name, digest)
     if (root / "suite.json").is_file():

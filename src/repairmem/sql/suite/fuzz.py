@@ -6,9 +6,9 @@ from the original column's own values, from the literals the gold queries compar
 with (often: a predicate should select rows; for numbers also their neighbours ±1, so ``>`` and
 ``>=`` part; a foreign key and its parent share their literals), or is a perturbed number;
 NULL where the column allows it; duplicates wherever no key forbids them. A foreign-key column
-draws from the values its parent table received (never NULL, never dangling: the declared
-constraint holds, so a join along it that the gold omits is not told apart; a few originals,
-flight_2's, break their own keys). Deterministic from (original, literals,
+draws from the values its parent table received, or is NULL where allowed, never dangling: the
+declared constraint holds, so a join along it that the gold omits is told apart only by its NULLs
+(a few originals, flight_2's, break their own keys). A table may be empty. Deterministic from (original, literals,
 seed, index): the same bytes on every machine.
 """
 
@@ -29,8 +29,9 @@ __all__ = ["Column", "Table", "read_schema", "write_instance"]
 NULL_RATE = 0.1          # a nullable value is NULL this often
 PERTURB_RATE = 0.2       # a number is moved off the values seen this often
 LITERAL_RATE = 0.3       # a column the queries compare with a literal takes one of those this often
-ROW_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)   # sizes an instance's tables take, bounded by max_rows
+ROW_COUNTS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32)   # sizes an instance's tables take, bounded by max_rows
 _POOL = 200              # original values kept per column
+_NO_PARENT = object()    # a foreign-key value whose parent table is empty: the row is not written
 
 
 @dataclass
@@ -147,14 +148,8 @@ def write_instance(path: Path, ddl: list[str], tables: list[Table], literals: di
             marks = ",".join("?" * len(cols))
             for _ in range(_row_count(table, max_rows, rng)):
                 row = [_value(table, c, literals, values, rng) for c in cols]
-                for _retry in range(8):
-                    clash = [u for u, seen in zip(table.unique, keys) if tuple(row[i] for i in u) in seen
-                             or any(row[i] is None and cols[i].pk for i in u)]
-                    if not clash:
-                        break
-                    for i in clash[0]:
-                        row[i] = _fresh(cols[i], {r for r in values[(table.name.lower(), cols[i].name.lower())]}, rng) \
-                            if _retry > 3 else _value(table, cols[i], literals, values, rng)
+                if _NO_PARENT in row or not _unique(row, table, keys, literals, values, rng):
+                    continue   # its parent has no (more) rows for it: no dangling row instead
                 try:
                     cursor = conn.execute(f"INSERT OR IGNORE INTO {_q(table.name)} VALUES ({marks})", row)
                 except sqlite3.IntegrityError:   # text into an INTEGER PRIMARY KEY: the row is not written
@@ -169,11 +164,29 @@ def write_instance(path: Path, ddl: list[str], tables: list[Table], literals: di
     os.replace(tmp, path)
 
 
+def _unique(row: list, table: Table, keys: list[set], literals: dict, values: dict, rng: random.Random) -> bool:
+    """Redraw ``row``'s key columns until no key of the table repeats (fresh values for a key with no
+    parent after a few tries); False when a foreign-key column cannot be made unique."""
+    cols = table.columns
+    for attempt in range(8):
+        clash = next((u for u, seen in zip(table.unique, keys) if tuple(row[i] for i in u) in seen
+                      or any(row[i] is None and cols[i].pk for i in u)), None)
+        if clash is None:
+            return True
+        for i in clash:
+            if attempt > 3 and cols[i].parent is None:
+                row[i] = _fresh(cols[i], set(values[(table.name.lower(), cols[i].name.lower())]), rng)
+            else:
+                row[i] = _value(table, cols[i], literals, values, rng)
+    return False
+
+
 def _value(table: Table, column: Column, literals: dict[str, list], written: dict, rng: random.Random):
     if column.parent is not None:
         parent = [v for v in written.get((column.parent[0].lower(), column.parent[1].lower()), []) if v is not None]
-        if parent:
-            return rng.choice(parent)
+        if not column.not_null and not column.pk and (not parent or rng.random() < NULL_RATE):
+            return None
+        return rng.choice(parent) if parent else _NO_PARENT
     return _draw(column, literals.get(column.name.lower(), []), rng)
 
 
