@@ -162,6 +162,8 @@ def test_docs_tables_regenerate_from_the_committed_records(command, tmp_path):
             if c == command:
                 assert done.stdout.strip().splitlines() == table, f"docs/results.md's table for `{command}` drifted"
         return
+    if "test-suite" in argv and not (ROOT.parent / "shared" / "bench" / "spider").is_dir():
+        pytest.skip("the Spider databases are not at ../shared/bench/spider: the test suite is built from them")
     sql = argv[0] == "sql"          # `sql report` writes report.md into --out; `agent report` prints it
     done = subprocess.run([sys.executable, "-m", "repairmem", *argv, *(["--out", str(tmp_path)] if sql else [])],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
