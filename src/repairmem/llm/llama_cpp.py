@@ -24,6 +24,16 @@ used (``eviction_victim``), so a long run keeps the prefixes of many episodes an
 tokens of the live context or of the restored state and the prompt tokens of the call.
 ``reset()`` drops both (for benchmarks). Calls are serialised by a lock: one context is not
 thread-safe.
+
+Sampled calls reproduce (``_CanonicalPrompts``): ggml's CPU matmuls round differently for batches
+of fewer than 8 tokens, so a token's KV state depends on the batch it was evaluated in. Reuse
+evaluated tokens that way — a 1-token suffix when the whole prompt matched, completion tokens
+(evaluated one by one) as a later prompt's prefix, a prompt ending in a short chunk — and the
+logits differ from a fresh evaluation's (by up to 0.3), which a seeded sampler turns into another
+completion. A call at temperature > 0 therefore reuses only the prefix evaluated in batches of at
+least ``MIN_PROMPT_BATCH`` tokens and evaluates the rest in such batches, as a fresh context does:
+the same prompt, seed and temperature give the same completion after any earlier call. Greedy
+calls keep llama-cpp-python's plain reuse (the same answers as before; see docs/performance.md).
 """
 
 from __future__ import annotations
@@ -164,6 +174,51 @@ def _plain_cpu_buffers(llama_cpp):
             low.llama_model_default_params = original
 
 
+MIN_PROMPT_BATCH = 32  # prompt tokens per batch in sampled calls: 4x the 8 measured here, for wider CPUs
+
+
+class _CanonicalPrompts:
+    """Wraps a ``Llama``'s ``eval``, ``save_state`` and ``load_state`` to track ``canonical``: how
+    many leading tokens of the context were evaluated in batches of at least ``MIN_PROMPT_BATCH``.
+    With ``strict`` set (a sampled call), a prompt's evaluation starts at most there and leaves no
+    batch shorter than that, so its KV state and logits are those of a fresh context. Otherwise,
+    and for the generated tokens, ``eval`` is llama-cpp-python's own."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm, self.strict, self.canonical, self.prompt_start = llm, False, 0, 0
+        self._eval, self._save, self._load = llm.eval, llm.save_state, llm.load_state
+        llm.eval, llm.save_state, llm.load_state = self.eval, self.save_state, self.load_state
+
+    def eval(self, tokens: Sequence[int]) -> None:
+        llm, n_past = self.llm, self.llm.n_tokens
+        if not (self.strict and llm._requires_eval):  # generate() sets it before a prompt's evaluation
+            self._eval(tokens)
+            if self.canonical >= n_past:
+                tail = len(tokens) % llm.n_batch
+                self.canonical = n_past + len(tokens) - (tail if tail < MIN_PROMPT_BATCH else 0)
+            return
+        total = n_past + len(tokens)
+        start = max(0, min(n_past, self.canonical, total - MIN_PROMPT_BATCH))
+        rest = llm.input_ids[start:n_past].tolist() + list(tokens)  # reused tokens equal the prompt's
+        llm.n_tokens = self.prompt_start = start
+        while rest:
+            size = min(llm.n_batch, len(rest))
+            if 0 < len(rest) - size < MIN_PROMPT_BATCH:
+                size = len(rest) - MIN_PROMPT_BATCH
+            self._eval(rest[:size])
+            rest = rest[size:]
+        self.canonical = total if total >= MIN_PROMPT_BATCH else 0
+
+    def save_state(self) -> Any:
+        state = self._save()
+        state.canonical = min(self.canonical, self.llm.n_tokens)
+        return state
+
+    def load_state(self, state: Any) -> None:
+        self._load(state)
+        self.canonical = getattr(state, "canonical", 0)
+
+
 class LlamaCppModel:
     """A ``ChatModel`` running a GGUF model in-process.
 
@@ -196,6 +251,7 @@ class LlamaCppModel:
         self.prompt_cache_mb = prompt_cache_mb
         self._cache = _state_cache(prompt_cache_mb << 20) if prompt_cache_mb else None
         self._llm.set_cache(self._cache)
+        self._prompts = _CanonicalPrompts(self._llm)
 
     @property
     def llama(self) -> Any:
@@ -206,6 +262,7 @@ class LlamaCppModel:
         """Forget the evaluated tokens and the cached states: the next call re-evaluates its whole prompt."""
         with self._lock:
             self._llm.reset()
+            self._prompts.canonical = 0
             self._cache = _state_cache(self._cache.capacity_bytes) if self._cache is not None else None
             self._llm.set_cache(self._cache)
 
@@ -220,6 +277,9 @@ class LlamaCppModel:
             before = llm.input_ids[: llm.n_tokens].tolist()
             if self._cache is not None:
                 self._cache.last_hit = None
+            sampled = self._prompts.strict = config.temperature > 0
+            if sampled:  # never sample from logits left by an earlier call: re-evaluate the prompt's end
+                llm._requires_eval = True
             start = time.perf_counter()
             try:
                 response = llm.create_chat_completion(
@@ -242,6 +302,7 @@ class LlamaCppModel:
             # After the call the context starts with this call's prompt tokens.
             prompt = llm.input_ids[:n_prompt].tolist()
             hit = self._cache.last_hit if self._cache is not None else None
+            reused = self._prompts.prompt_start if sampled else n_prompt
         cached = common_prefix_len(before, prompt)
         # the condition under which _create_completion restored the state (it compares all of the
         # state's input_ids); the restored context then holds only its first n_tokens
@@ -249,6 +310,7 @@ class LlamaCppModel:
             cached = common_prefix_len(hit.input_ids[: hit.n_tokens].tolist(), prompt)
         if cached >= n_prompt:  # generate() re-evaluates the last prompt token when all of it matches
             cached = max(0, n_prompt - 1)
+        cached = min(cached, reused)  # a sampled call reuses only the canonical prefix
         choice = response["choices"][0]
         text = choice["message"].get("content") or ""
         names = [t.get("function", {}).get("name", "") for t in tools or ()]
