@@ -4,7 +4,9 @@ The store starts with three episodes an earlier session finished on the same dat
 query and its fix, each run by the verifier before it is stored: the failure must fail and the fix
 must match the reference result). Then ten new questions in stream order, each one episode of the
 benchmark's own loop (``agents.sql_repair.run_episode``, row ``merit_grounded_gated``, K = 2): the embedded model
-answers; the verifier runs the answer read-only and compares it with the reference result; a
+answers; the verifier runs the answer read-only and compares it with the reference result, on the
+database and on every instance of a test suite generated for the two databases (MERIT's Spider
+protocol, ``sql.suite``: a query that returns the right rows only by chance is not verified); a
 failure is classified (MERIT's types); ``Memory.recall`` retrieves the causally eligible memories
 and the gate (RSCB-MC) decides what, if anything, enters the repair prompt; the model repairs;
 the verifier judges each repair and its outcome is the gate's reward; the finished episode is
@@ -37,6 +39,7 @@ from .domains import SqlDomain
 from .memory import Memory
 from .sql.datasets import Dataset, load_dataset
 from .sql.evidence import sample_values
+from .sql.suite import build_suite
 from .types import Attempt, Episode, Outcome
 from .untrusted import printable
 
@@ -117,11 +120,11 @@ def choose_model(*, replay: bool, record: str | None, threads: int) -> tuple[Any
     return model, (f"REPLAY of a recorded {MODEL} run ({note}); install repairmem[llama] to run it live")
 
 
-def record_earlier(memory: Memory, examples, schemas, spec: list[dict], options: LoopOptions) -> list:
+def record_earlier(memory: Memory, examples, schemas, spec: list[dict], options: LoopOptions, suite=None) -> list:
     """Store the earlier session's episodes, each checked by the verifier first; the memories."""
     written = []
     for position, (ex, item) in enumerate(zip(examples, spec)):
-        env = SqlEnvironment(ex, options)
+        env = SqlEnvironment(ex, options, suite)
         failed, fixed = env.check(item["failed"]), env.check(item["fixed"])
         if failed.outcome is Outcome.CORRECT or fixed.outcome is not Outcome.CORRECT:
             raise InvalidInputError(f"{DATA}: earlier episode {ex.question!r} does not verify "
@@ -142,8 +145,9 @@ def run_demo(workdir: Path, *, model, encoder: Any = "default", store: str | Non
     """Store the earlier session, then run the ten episodes; ``say`` gets one readable block per
     question. Returns a summary."""
     method = get_method(METHOD)
-    options = LoopOptions(budget=BUDGET)
+    options = LoopOptions(budget=BUDGET, oracle="test-suite")
     dataset = build_dataset(workdir / "data")
+    suite = build_suite(dataset.examples, workdir / "suite")   # a few seconds for the two small databases
     spec = _spec()
     earlier, live = dataset.examples[:len(spec["earlier"])], dataset.examples[len(spec["earlier"]):]
     started = time.monotonic()
@@ -153,7 +157,7 @@ def run_demo(workdir: Path, *, model, encoder: Any = "default", store: str | Non
                                                  retrieval=method.retrieval, policy_params=dict(method.gate_params),
                                                  domains=(SqlDomain(render=method.render),)))
         if memory.next_position() == 0:
-            seeded = record_earlier(memory, earlier, dataset.schemas, spec["earlier"], options)
+            seeded = record_earlier(memory, earlier, dataset.schemas, spec["earlier"], options, suite)
             say("memory from an earlier session (each fix re-verified just now):")
             say(printable("\n".join(f"  #{m.id} {m.namespace}: {m.before}  ->  {m.after}  "
                                      f"[{m.failure_type} / {m.failure_subtype or '-'}]" for m in seeded if m)))
@@ -164,7 +168,7 @@ def run_demo(workdir: Path, *, model, encoder: Any = "default", store: str | Non
                                           cache_path=workdir / "initial.jsonl")[ex.example_id]
             result = run_episode(ex, first + i, initial, method=method, model=model,
                                  schema=dataset.schemas[ex.db_id], options=options, memory=memory, run_id="demo",
-                                 samples=sample_values(ex.db_path))
+                                 samples=sample_values(ex.db_path), suite=suite)
             memory.end_session(ex.example_id)
             written = memory.record(result.episode, result.memory)
             say(format_episode(result.record, written))
