@@ -1,5 +1,5 @@
-"""``Memory``'s lifecycle verbs: ``forget``, ``correct`` and ``history`` (issue 32, item 5), and the
-namespace binding they and every other verb obey (``Memory.open(namespaces=...)``).
+"""``Memory``'s lifecycle verbs: ``forget``, ``correct`` and ``history`` (issue 32, item 5), ``trust``
+(issue 43, item 2), and the namespace binding they and every other verb obey (``Memory.open(namespaces=...)``).
 
 A mixin of ``Memory`` (kept apart so ``memory.py`` holds the recall road): it reads ``_store``,
 ``_index`` and ``namespaces`` and writes through the store's one-transaction ``forget``/``correct``.
@@ -22,7 +22,7 @@ def _who(reason: Any, actor: Any, verb: str) -> None:
 
 
 class Lifecycle:
-    """forget, correct, history and the binding's check, over ``self._store``, ``self._index`` and
+    """forget, correct, trust, history and the binding's check, over ``self._store``, ``self._index`` and
     ``self.namespaces`` (``Memory`` sets them)."""
 
     namespaces: tuple[str, ...] | None
@@ -74,9 +74,22 @@ class Lifecycle:
         self._index.sync()
         return corrected
 
+    def trust(self, memory_id: int, *, actor: str, reason: str = "",
+              namespace: str | None = None) -> MemoryVariant:
+        """A person (``actor``, required) marks memory ``memory_id`` trusted abroad: from then on it may be
+        injected in the other namespaces a Memory binds, as one verified by a check there may. Kept in its
+        ``history`` (who, when, why) until a ``correct`` (the new fix is not the one vouched for). A bound
+        Memory trusts only its own namespaces' memories. With ``namespace`` the memory must be that one's."""
+        check_int(memory_id, "memory_id", low=1, where="trust")
+        _who(reason, actor, "trust")      # a label: never empty
+        if namespace is not None:
+            check_label(namespace, "namespace", where="trust")
+        self._owned_memory(memory_id, namespace, "trust")
+        return self._store.trust(memory_id, actor=actor, reason=reason)
+
     def history(self, memory_id: int) -> list[dict]:
-        """What happened to a memory after it was recorded (corrections, its forgetting: a forget blanks
-        their fix texts), oldest first; provenance is on the memory (``get``). A bound Memory refuses
+        """What happened to a memory after it was recorded (corrections, trust, its forgetting: a forget
+        blanks their fix texts), oldest first; provenance is on the memory (``get``). A bound Memory refuses
         the history of another namespace's memory, forgotten or not."""
         check_int(memory_id, "memory_id", low=1, where="history")
         rows = self._store.history(memory_id)

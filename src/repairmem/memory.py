@@ -194,7 +194,7 @@ class Memory(Lifecycle):
         ``namespaces`` binds the Memory to the namespaces it may read and write (the first is its
         home, the default ``namespace``): a recall from, a record into, or a forget/correct of any
         other is refused, a recall sees only their memories, and a memory of another namespace than
-        the query's only after a verified reuse (docs/design.md, "Trust and tenancy"). None: every
+        the query's only once trusted abroad (docs/design.md, "Trust and tenancy"). None: every
         namespace, no such rule (a benchmark, one user's own store)."""
         if ledger not in LEDGERS:
             raise InvalidInputError(f"Memory.open: ledger must be one of {', '.join(LEDGERS)}, got {ledger!r}")

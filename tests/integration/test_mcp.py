@@ -446,8 +446,9 @@ def test_a_forks_fix_never_reaches_the_victims_server(tmp_path):
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_the_done_when_session_over_a_bound_server(tmp_path, transport):
     """Issue 32's scripted session on one server bound to two projects, over stdio and over HTTP:
-    record in proj-a (verified); proj-b does not see it before a verified reuse; the reuse at home
-    (asked, confirmed, verified) makes it eligible in proj-b, where it comes back; a look-alike (the
+    record in proj-a (verified); proj-b does not see it, nor after a reuse at home (asked, confirmed,
+    verified: proj-a's own word, issue 43); once the store's owner trusts it (``Memory.trust``, no MCP
+    face) it comes back in proj-b; a look-alike (the
     same message about another module) is not injected; a false positive reported from proj-b leaves
     proj-a's reading of the memory as it was; a token in a fix is masked; proj-c, outside the binding,
     can neither read nor write; forget removes it everywhere."""
@@ -461,13 +462,16 @@ def test_the_done_when_session_over_a_bound_server(tmp_path, transport):
         why = _payload(await session.call_tool("explain", {"recall_id": recall_id}))
         return why["features"]["historical_false_positive_rate"]
 
-    async def body(session):
+    async def first(session):
         mid = _payload(await session.call_tool("record", episode))["memory_id"]
         before = _payload(await recall(session, "b0", "proj-b"))
         home = _payload(await recall(session, "a1", "proj-a"))
         assert mid in [home["ask"]["memory_id"] if home["ask"] else None, *home["memory_ids"]], home
         flags = {"confirmed": True} if home["ask"] else {}
         _payload(await session.call_tool("feedback", {"recall_id": home["recall_id"], "verified": True, **flags}))
+        return mid, before, _payload(await recall(session, "b0b", "proj-b"))
+
+    async def body(session):
         for i in range(4):      # the gate may ask in proj-b first: confirmed (used there), until it injects
             abroad = _payload(await recall(session, f"b1-{i}", "proj-b"))
             if abroad["inject"] or not abroad["ask"]:
@@ -494,16 +498,21 @@ def test_the_done_when_session_over_a_bound_server(tmp_path, transport):
                    _error(await session.call_tool("record", {**episode, "namespace": "proj-c"}))]
         forgot = _payload(await session.call_tool("forget", {"memory_id": mid, "reason": "stale"}))
         after = _payload(await recall(session, "a3", "proj-a"))
-        return mid, before, abroad, home_rate, away_rate, forgot, after, masked, pushed, foreign
+        return abroad, home_rate, away_rate, forgot, after, masked, pushed, foreign
 
     run = _session_run if transport == "stdio" else _http_session_run
-    mid, before, abroad, home_rate, away_rate, forgot, after, masked, pushed, foreign = anyio.run(
-        run, tmp_path / "m.db", body, ("--namespace", "proj-a", "--namespace", "proj-b"))
+    bound = ("--namespace", "proj-a", "--namespace", "proj-b")
+    mid, before, self_confirmed = anyio.run(run, tmp_path / "m.db", first, bound)
+    assert mid not in [c["id"] for c in self_confirmed["candidates"]]         # its own project's word: not abroad
+    from repairmem import Memory
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as owner:
+        owner.trust(mid, actor="store-owner", reason="read the fix")
+    abroad, home_rate, away_rate, forgot, after, masked, pushed, foreign = anyio.run(run, tmp_path / "m.db", body, bound)
     assert masked["redacted"] == ["github-token"] and TOKEN not in json.dumps([masked, pushed]), masked
     assert masked["memory_id"] in [c["id"] for c in pushed["candidates"]], pushed
     stored = b"".join(f.read_bytes() for f in tmp_path.rglob("*") if f.is_file())     # store, WAL, audit, index
     assert TOKEN.encode() not in stored and b"github.com/acme/proj-a.git" in stored
     assert all("proj-c" in e for e in foreign), foreign
-    assert mid not in [c["id"] for c in before["candidates"]]                 # not before a verified reuse
+    assert mid not in [c["id"] for c in before["candidates"]]                 # not before it is trusted abroad
     assert home_rate < away_rate                                              # proj-b's report stays in proj-b
     assert forgot == {"forgotten": [mid]} and mid not in [c["id"] for c in after["candidates"]]

@@ -418,7 +418,7 @@ def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_ope
         open_store(target, read_only=True)
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with open_store(target) as s:
-        assert s.schema_version == backend.SCHEMA_VERSION == 5 and s.max_position() == 4
+        assert s.schema_version == backend.SCHEMA_VERSION == 6 and s.max_position() == 4
         assert s.record_feedback(1, key="k", uses=1) and not s.record_feedback(1, key="k", uses=1)
         assert s.forget([1]) == [1]
     assert _indexes(db, target) == {"episodes_by_variant", "lifecycle_by_variant",
@@ -660,10 +660,11 @@ def test_correct_replaces_the_fix_keeps_provenance_and_the_original(target):
 
 def test_a_correction_resets_the_old_fixs_trust(store):
     """A corrected fix is unverified and starts its own record: ``uses``, ``accepted`` and ``verified``
-    go to 0 (totals and per namespace), so it travels abroad only after a verified reuse of its own;
-    the counts of wrong injections stay."""
+    go to 0 (totals and per namespace), so it is trusted abroad only after a check of its own in another
+    namespace; the counts of wrong injections stay."""
     a = finalize(store, make_episode("qa", 0, "db1", before="SELECT name FROM t", after="SELECT title FROM t"))
     store.record_feedback(a, namespace="db1", uses=2, accepted=2, verified=1)
+    store.record_feedback(a, namespace="db3", uses=1, accepted=1, verified=1)     # checked in another namespace
     store.record_feedback(a, namespace="db2", uses=1, false_positives=1)
     abroad = dict(position=5, query_id="x", namespace="db2", namespaces=["db1", "db2"], reused_abroad=True)
     assert store.eligible_ids(**abroad).tolist() == [a]
@@ -672,7 +673,7 @@ def test_a_correction_resets_the_old_fixs_trust(store):
     assert got.unverified and fixed.unverified and fixed.counters == got.counters
     assert (got.counters.uses, got.counters.accepted, got.counters.verified, got.counters.false_positives) == (0, 0, 0, 1)
     by_ns = store.namespace_counters([a])[a]
-    assert by_ns["db1"].verified == by_ns["db1"].accepted == by_ns["db1"].uses == 0
+    assert by_ns["db1"].verified == by_ns["db1"].accepted == by_ns["db1"].uses == by_ns["db3"].verified == 0
     assert by_ns["db2"].false_positives == 1
     assert store.eligible_ids(**abroad).tolist() == []
 

@@ -21,10 +21,15 @@ ask_feedback                no        nothing yet; the question to put to the us
 Memory is untrusted text: it is escaped and delimited as everywhere else in repairmem
 (``untrusted.untrusted``: no chat-template tokens, block delimiters or section headers), in the
 payload and in the question of ``ask_feedback``. Token cost is ``estimate_tokens`` of the payload text.
+A fix that pipes a download into a shell, uses sudo or writes outside the project carries one plain
+warning line in every rendering (``command_warnings``).
 """
 
 from __future__ import annotations
 
+import posixpath
+import re
+import shlex
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Sequence
@@ -118,21 +123,110 @@ def _mark(memory: MemoryVariant) -> str:
     return f"({UNVERIFIED}) " if memory.unverified else ""
 
 
+# a download piped or substituted into a shell: curl ... | sh, wget -O- ... | sudo bash, sh -c "$(curl ...)",
+# bash <(curl ...)
+# (or into an interpreter reading its program from stdin: | python3 -, | perl; not | python -m json.tool)
+_PIPED = re.compile(r"\b(?:curl|wget|fetch|iwr|Invoke-WebRequest)\b[^|;&\n]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?"
+                    r"(?:\S*/)?(?:(?:ba|z|k|da|fi|c|tc)?sh\b|(?:python[\d.]*|perl|ruby|node)(?:\s+-)?\s*(?=$|[;&|)\n]))"
+                    r"|\b(?:ba|z|k|da)?sh\b[^;&|\n]*(?:\$\(|<\(|`)\s*(?:curl|wget)\b", re.IGNORECASE)
+_SUDO = re.compile(r"(?:^|[\s;&|(`])(?:sudo|doas)(?:\s|$)")
+_SPLIT = re.compile(r"\|\||&&|[;|\n]")
+_WRITERS = {"cp", "mv", "ln", "install", "rsync", "scp"}            # the last argument is written
+_WRITES_ALL = {"tee", "rm", "rmdir", "mkdir", "touch", "chmod", "chown", "chgrp", "truncate", "unlink", "shred"}
+_HARMLESS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/")
+_SAVES = {"curl": ("o", "output"), "wget": ("OP", "output-document|directory-prefix")}   # short, long options
+
+
+def _outside(path: str) -> bool:
+    """Whether ``path`` (as written in a command) leaves the working directory: absolute, the home
+    (``~``, ``$HOME``) or a ``..`` that climbs above it."""
+    path = path.strip("'\"")
+    if not path or path.startswith(_HARMLESS):
+        return False
+    if path.startswith(("/", "~", "$HOME", "${HOME}")):
+        return True
+    return posixpath.normpath(path).split("/")[0] == ".."
+
+
+def _written(command: str) -> list[str]:
+    """The paths one simple command writes: redirection targets, a copy's destination, what tee,
+    rm, chmod ... act on, ``sed -i``'s files and ``dd of=``."""
+    try:
+        words = shlex.split(command, comments=False)
+    except ValueError:
+        words = command.split()
+    out, i = [], 0
+    while i < len(words):      # redirections: > f, >> f, 2> f, &> f, >f
+        m = re.fullmatch(r"(?:\d|&)?>>?(.*)", words[i])
+        if m and not words[i].startswith(">&"):
+            target = m.group(1) or (words[i + 1] if i + 1 < len(words) else "")
+            out.append(target)
+            del words[i:i + (1 if m.group(1) else 2)]
+            continue
+        i += 1
+    while words and (words[0] in ("sudo", "doas", "env", "command", "exec") or "=" in words[0]):
+        words = words[1:]
+    if not words:
+        return out
+    name, args = posixpath.basename(words[0]), [w for w in words[1:] if not w.startswith("-")]
+    if name in _WRITERS and len(args) >= 2:
+        out.append(args[-1])
+    elif name in _WRITES_ALL or (name == "sed" and any(w.startswith("-i") or w == "--in-place" for w in words)):
+        out += args[1:] if name in ("chmod", "chown", "chgrp") or name == "sed" else args
+    elif name == "dd":
+        out += [w[3:] for w in words if w.startswith("of=")]
+    elif name in _SAVES:               # a download saved: curl -o FILE (-Lo FILE), wget -O FILE, wget -P DIR
+        short, long = _SAVES[name]
+        for a, b in zip(words, [*words[1:], ""]):
+            m = re.fullmatch(rf"-[A-Za-z]*[{short}](.*)", a) or re.fullmatch(rf"--(?:{long})(?:=(.*))?", a)
+            target = (m.group(1) or b) if m else ""
+            if target and target != "-":
+                out.append(target)
+    return out
+
+
+def command_warnings(command: str) -> list[str]:
+    """What makes a fix's command dangerous to run as it is: it pipes a download into a shell, uses
+    sudo, or writes outside the project (an absolute path, the home directory, a ``..`` above it)."""
+    found = []
+    if _PIPED.search(command):
+        found.append("pipes a download into a shell")
+    if _SUDO.search(command):
+        found.append("uses sudo")
+    outside = [p for part in _SPLIT.split(command) for p in _written(part) if _outside(p)]
+    if outside:
+        found.append(f"writes outside the project ({', '.join(dict.fromkeys(outside))})")
+    return found
+
+
+def warning(memory: MemoryVariant) -> str:
+    """One plain line for a memory whose fix is dangerous to run as it is (empty when it is not)."""
+    found = command_warnings(memory.after)
+    return f"Warning: this fix {'; '.join(found)}. Read it before running it." if found else ""
+
+
+def _warned(memory: MemoryVariant) -> str:
+    line = warning(memory)
+    return f"\n{line}" if line else ""
+
+
 def render_resolution(memory: MemoryVariant, index: int = 1) -> str:
     body = (f"Symptom: {_symptom(memory)}\n"
             f"Root cause: {memory.failure_type} / {_root(memory)}\n"
-            f"{_fix(memory)}")
+            f"{_fix(memory)}{_warned(memory)}")
     return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
 
 def render_summary(memories: Sequence[MemoryVariant]) -> str:
-    lines = [f"- #{m.id} [{m.failure_type} / {_root(m)}] {_mark(m)}{m.after}" for m in memories]
+    lines = [f"- #{m.id} [{m.failure_type} / {_root(m)}] {_mark(m)}{m.after}"
+             + (f"\n  {warning(m)}" if warning(m) else "") for m in memories]
     body = "Earlier fixes of similar failures (check the root cause before using one):\n" + "\n".join(lines)
     return f"<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>"
 
 
 def render_hint(memory: MemoryVariant) -> str:
-    body = f"Hint: {_mark(memory)}{memory.after} (applies only when the cause is {memory.failure_type} / {_root(memory)})"
+    body = (f"Hint: {_mark(memory)}{memory.after} (applies only when the cause is {memory.failure_type} / "
+            f"{_root(memory)}){_warned(memory)}")
     return f"<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>"
 
 
@@ -141,7 +235,7 @@ def render_trace(memory: MemoryVariant, index: int) -> str:
             f"Root cause: {memory.failure_type} / {_root(memory)}\n"
             f"Failure context:\n{memory.failure_context}\n"
             f"Failed command: {memory.before}\n"
-            f"{_fix(memory)}"
+            f"{_fix(memory)}{_warned(memory)}"
             + (f"\nObserved error: {memory.error}" if memory.error else ""))
     return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
@@ -154,7 +248,7 @@ def render(action: Action | str, memories: Sequence[MemoryVariant], *, note: str
         if action is Action.ASK_FEEDBACK and memories and not note:
             m = memories[0]
             note = untrusted(f"Is this the same cause as memory #{m.id} ({m.failure_type} / {_root(m)}), "
-                             f"whose fix was: {_mark(m)}{m.after}?")
+                             f"whose fix was: {_mark(m)}{m.after}?" + (f" {warning(m)}" if warning(m) else ""))
         return Payload(action, "", 0, (), note or ("no candidates" if action in INJECTING else ""))
     chosen = list(memories[:PAYLOAD_K[action]])
     if action is Action.TOP1_RESOLUTION:

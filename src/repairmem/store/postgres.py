@@ -38,7 +38,7 @@ from ..sqlite_wal import check_writable
 from ..types import COUNTER_NAMES, MemoryVariant, Provenance
 from .mirror import paused_gc
 from .protocol import Embedder
-from .sqlbase import v5_migration, SQLStoreBase
+from .sqlbase import V6_POSTGRES_MIGRATION, v5_migration, SQLStoreBase
 from .sqlite import SQLiteMemoryStore, _Mirror, _variant_from_row
 
 try:
@@ -117,6 +117,9 @@ MIGRATIONS: list[list[str]] = [
     ],
     [   # v5: forget and correct (append-only tombstones), and counters per namespace (as SQLite's v5)
         *v5_migration("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT"),
+    ],
+    [   # v6: the lifecycle log records a person's trust (as SQLite's v6)
+        *V6_POSTGRES_MIGRATION,
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -453,7 +456,8 @@ def _reconnecting(method, *, retry: bool):
 # reads and idempotent writes (finalize merges a repeated episode, put_vectors overwrites, a keyed
 # record_feedback counts once) retry on a new session; import_variants and an unkeyed record_feedback do not
 for _name, _retry in (("finalize", True), ("import_variants", False), ("record_feedback", False),
-                      ("forget", False), ("correct", False), ("history", True), ("lifecycle_mark", True), ("lifecycle_since", True),
+                      ("forget", False), ("correct", False), ("trust", False), ("history", True),
+                      ("lifecycle_mark", True), ("lifecycle_since", True),
                       ("namespace_counters", True),
                       ("put_vectors", True), ("vectors", True), ("variant_ids", True), ("eligible_ids", True),
                       ("candidates", True), ("get", True), ("all_variants", True), ("__len__", True),

@@ -66,9 +66,12 @@ class MemoryStore(Protocol):
     def correct(self, variant_id: int, after: str, *, actor: str = "", reason: str = "") -> MemoryVariant:
         """Replace a memory's fix, re-embed it, keep the original in its history: one transaction."""
 
+    def trust(self, variant_id: int, *, actor: str = "", reason: str = "") -> MemoryVariant:
+        """A person marks a memory trusted abroad: one ``trust`` row in its history, until a correction."""
+
     def history(self, variant_id: int) -> list[dict]:
-        """Corrections and forgetting of a memory, oldest first (action, namespace, original, replacement,
-        actor, reason, at)."""
+        """Corrections, trust and forgetting of a memory, oldest first (action, namespace, original,
+        replacement, actor, reason, at)."""
 
     def put_vectors(self, encoder: str, ids: Sequence[int], matrix: np.ndarray) -> None:
         """Store vectors computed outside the store (by the index, for ``encoder``), atomically."""
@@ -81,7 +84,8 @@ class MemoryStore(Protocol):
                      namespaces: Sequence[str] | None = None, reused_abroad: bool = False) -> np.ndarray:
         """Sorted int64 ids of the variants the current query may see at ``position``; ``namespaces``:
         only memories of these (None: any); ``reused_abroad``: a memory of another namespace than
-        ``namespace`` only once it has a verified reuse (a memory's trust does not travel before)."""
+        ``namespace`` only once it is trusted abroad: verified by a check in a namespace other than its
+        home, or trusted by a person (``trust``); its home's own confirmations never count."""
 
     def candidates(self, *, position: int, query_id: str, namespace: str,
                    scope: Scope = Scope.GLOBAL, polarity: Polarity | None = None,
@@ -105,10 +109,12 @@ class MemoryStore(Protocol):
         """{id: {namespace: Counters}}: what each namespace's feedback gave those of ``ids`` with any."""
 
     def lifecycle_since(self, mark: int) -> list:
-        """(action, memory id) of each forget and correct since ``lifecycle_mark`` was ``mark``, in order."""
+        """(action, memory id) of each forget and correct since ``lifecycle_mark`` was ``mark``, in order
+        (a ``trust`` changes no text: it is not listed)."""
 
     def lifecycle_mark(self) -> int:
-        """Grows with every forget or correct (0: none yet): an index built at another mark is stale."""
+        """Grows with every forget or correct, not a trust (0: none yet): an index built at another mark
+        is stale."""
 
     def max_position(self) -> int | None:
         """The highest stream position of any finalized episode (None when there is none)."""

@@ -46,6 +46,31 @@ def v5_migration(identity: str, integer: str) -> list[str]:
             PRIMARY KEY (variant_id, namespace))"""]
 
 
+def v6_sqlite_migration() -> list[str]:
+    """Store schema v6 on SQLite: the lifecycle log accepts ``trust`` rows. SQLite cannot change a CHECK
+    constraint in place, so the table is rebuilt with its rows and ids. Shipped: never edit."""
+    return ["ALTER TABLE lifecycle RENAME TO lifecycle_v5",
+            """CREATE TABLE lifecycle (
+            id INTEGER PRIMARY KEY,
+            action TEXT NOT NULL CHECK (action IN ('forget', 'correct', 'trust')),
+            variant_id INTEGER NOT NULL,
+            namespace TEXT NOT NULL,
+            original TEXT NOT NULL,
+            replacement TEXT,
+            actor TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            at TEXT NOT NULL)""",
+            "INSERT INTO lifecycle SELECT id, action, variant_id, namespace, original, replacement, actor, reason, at "
+            "FROM lifecycle_v5",
+            "DROP TABLE lifecycle_v5",
+            "CREATE INDEX lifecycle_by_variant ON lifecycle (variant_id)"]
+
+
+V6_POSTGRES_MIGRATION = [    # the same on PostgreSQL, which changes the constraint in place. Shipped: never edit.
+    "ALTER TABLE lifecycle DROP CONSTRAINT lifecycle_action_check",
+    "ALTER TABLE lifecycle ADD CONSTRAINT lifecycle_action_check CHECK (action IN ('forget', 'correct', 'trust'))"]
+
+
 class SQLStoreBase:
     """``finalize``, ``import_variants``, ``record_feedback``, ``stats`` over a backend's dialect hooks."""
 
@@ -244,12 +269,22 @@ class SQLStoreBase:
         return out
 
     def _reused(self, ids: list[int]) -> list[int]:
-        """Those of ``ids`` with at least one verified reuse (``verified`` counter > 0)."""
+        """Those of ``ids`` trusted abroad (docs/design.md, "Trust and tenancy"): verified by a check in a
+        namespace other than the memory's home (its ``namespace_counters`` there: ``verified`` > 0), or
+        marked trusted by a person (a ``trust`` row in ``lifecycle`` with no correction after it). The
+        totals, feedback from the home namespace and ``verified`` at record never count."""
+        if not ids or not self._has_v5():
+            return []
+        p = self.PARAM
         out: list[int] = []
         for start in range(0, len(ids), 900):
-            chunk = ids[start:start + 900]
+            chunk = [int(i) for i in ids[start:start + 900]]
             out += [int(r[0]) for r in self._db.execute(
-                f"SELECT id FROM variants WHERE verified > 0 AND id IN ({self._marks(len(chunk))})", chunk)]
+                f"SELECT v.id FROM variants v WHERE v.id IN ({self._marks(len(chunk))}) AND (EXISTS (SELECT 1 "
+                "FROM namespace_counters c WHERE c.variant_id = v.id AND c.namespace <> v.namespace AND "
+                "c.verified > 0) OR EXISTS (SELECT 1 FROM lifecycle t WHERE t.variant_id = v.id AND t.action = "
+                f"{p} AND NOT EXISTS (SELECT 1 FROM lifecycle c WHERE c.variant_id = v.id AND c.action = {p} "
+                "AND c.id > t.id)))", (*chunk, "trust", "correct"))]
         return out
 
     # -- lifecycle: forget, correct, history -------------------------------------------------
@@ -301,9 +336,9 @@ class SQLStoreBase:
 
         The old fix's trust does not pass to the new one: the memory is marked unverified and its
         ``uses``, ``accepted`` and ``verified`` counts (totals and per namespace) go to 0, so the gate
-        reads the new fix's acceptance at its prior and it travels to another namespace only after a
-        verified reuse of its own; ``rejected`` and ``false_positives`` stay (a correction never
-        washes out a record of wrong injections)."""
+        reads the new fix's acceptance at its prior and it is trusted abroad again only after a check of
+        its own in another namespace or a person's new ``trust``; ``rejected`` and ``false_positives``
+        stay (a correction never washes out a record of wrong injections)."""
         old = self.get([check_int(variant_id, "memory id", low=1)])[0]     # an unknown id: InvalidInputError
         if not isinstance(after, str) or not after.strip():
             raise InvalidInputError(f"correct: the new fix must be a non-empty string, got {after!r}")
@@ -330,8 +365,25 @@ class SQLStoreBase:
                        (old.id, old.namespace, old.after, after, actor, reason, _now()))
         return new
 
+    def trust(self, variant_id: int, *, actor: str = "", reason: str = "") -> MemoryVariant:
+        """Mark memory ``variant_id`` trusted abroad on a person's word: one ``trust`` row in ``lifecycle``
+        (who, when, why; ``history`` shows it). It holds until the memory is corrected (a new fix is not
+        the one that was trusted) or forgotten. The memory; an unknown id changes nothing."""
+        memory = self.get([check_int(variant_id, "memory id", low=1)])[0]     # an unknown id: InvalidInputError
+        if not isinstance(actor, str) or not actor.strip():
+            raise InvalidInputError("trust: name the person who vouches for the memory (actor)")
+        p = self.PARAM
+        with self._write() as db:
+            if db.execute(f"SELECT 1 FROM variants WHERE id = {p}", (memory.id,)).fetchone() is None:
+                raise StoreError(f"{self.path}: memory #{memory.id} was forgotten while it was being trusted")
+            db.execute("INSERT INTO lifecycle (action, variant_id, namespace, original, replacement, actor, reason, "
+                       f"at) VALUES ('trust', {self._marks(7)})",
+                       (memory.id, memory.namespace, memory.after, None, actor, reason, _now()))
+        return memory
+
     def history(self, variant_id: int) -> list[dict]:
-        """What happened to memory ``variant_id`` after it was recorded (corrections, its forgetting), oldest first."""
+        """What happened to memory ``variant_id`` after it was recorded (corrections, trust, its forgetting),
+        oldest first."""
         if not self._has_v5():
             return []
         rows = self._db.execute("SELECT action, namespace, original, replacement, actor, reason, at FROM lifecycle "
@@ -344,14 +396,17 @@ class SQLStoreBase:
         """(action, memory id) of every forget and correct after ``lifecycle_mark`` was ``mark``, in order."""
         if not self._has_v5():
             return []
-        return [(a, int(v)) for a, v in self._db.execute(
-            f"SELECT action, variant_id FROM lifecycle WHERE id > {self.PARAM} ORDER BY id", (int(mark),))]
+        return [(a, int(v)) for a, v in self._db.execute(     # a trust changes no text: nothing to re-index
+            f"SELECT action, variant_id FROM lifecycle WHERE id > {self.PARAM} AND action IN ('forget', 'correct') "
+            "ORDER BY id", (int(mark),))]
 
     def lifecycle_mark(self) -> int:
-        """The newest ``lifecycle`` row's id (0: nothing forgotten or corrected): how an index knows to rebuild."""
+        """The newest forget's or correction's ``lifecycle`` id (0: none): how an index knows to rebuild. A
+        ``trust`` changes no text, so it leaves the mark (and every persisted index generation) as it is."""
         if not self._has_v5():
             return 0
-        return int(self._db.execute("SELECT coalesce(max(id), 0) FROM lifecycle").fetchone()[0])
+        return int(self._db.execute("SELECT coalesce(max(id), 0) FROM lifecycle WHERE action IN ('forget', 'correct')"
+                                    ).fetchone()[0])
 
     def stats(self, namespaces: Sequence[str] | None = None) -> dict:
         """The store's counts; with ``namespaces``, of those namespaces' memories and episodes only (what

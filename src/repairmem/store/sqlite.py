@@ -32,7 +32,7 @@ from ..types import COUNTER_NAMES, Counters, MemoryVariant, Outcome, Polarity, P
 from .mirror import Mirror as _Mirror
 from .mirror import paused_gc
 from .protocol import Embedder
-from .sqlbase import v5_migration, SQLStoreBase
+from .sqlbase import v5_migration, v6_sqlite_migration, SQLStoreBase
 
 APPLICATION_ID = 0x52504D4D  # "RPMM": marks a file as a repairmem store
 
@@ -101,6 +101,9 @@ MIGRATIONS: list[list[str]] = [
     [   # v5: forget and correct (append-only: the tombstones the mirror and the index catch up on), and
         # each memory's counters per namespace that gave feedback
         *v5_migration("INTEGER PRIMARY KEY", "INTEGER"),
+    ],
+    [   # v6: the lifecycle log records a person's trust (a memory trusted abroad on their word)
+        *v6_sqlite_migration(),
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -224,6 +227,7 @@ class SQLiteMemoryStore(SQLStoreBase):
         return gone
 
     correct = _guarded(SQLStoreBase.correct)
+    trust = _guarded(SQLStoreBase.trust)
     history = _guarded(SQLStoreBase.history)
     lifecycle_mark = _guarded(SQLStoreBase.lifecycle_mark)
     lifecycle_since = _guarded(SQLStoreBase.lifecycle_since)
@@ -375,7 +379,7 @@ class SQLiteMemoryStore(SQLStoreBase):
         if own:     # the query's own memories, by mirror row (np.isin sorted the whole pool: 0.4 ms at 100k)
             mask[own] = False
         ids = np.compress(mask, cols["ids"])   # 6x faster than cols["ids"][mask] on a random mask
-        if reused_abroad and len(ids):         # another namespace's memory only after a verified reuse
+        if reused_abroad and len(ids):         # another namespace's memory only once trusted abroad (``_reused``)
             abroad = np.compress(mask, cols["namespace"]) != ns_code
             if abroad.any():
                 ids = ids[~abroad | np.isin(ids, self._reused(ids[abroad].tolist()))]
