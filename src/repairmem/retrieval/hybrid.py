@@ -97,7 +97,7 @@ class RetrievalQuery:
     failure_context: str = ""
     kind: str = "sql"
     namespaces: tuple[str, ...] | None = None   # the namespaces a bound Memory may read (None: any)
-    reused_abroad: bool = False                 # other namespaces' memories only after a verified reuse
+    reused_abroad: bool = False                 # other namespaces' memories only once trusted abroad
     dense_context: str | None = None            # what the dense channel embeds of the context (None: all)
 
     @property
