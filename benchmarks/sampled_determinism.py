@@ -1,14 +1,16 @@
 """What reproducible sampled calls cost: the embedded llama.cpp backend, three ways of evaluating prompts.
 
-Repair-like episodes (``llm_prefix_reuse.py``'s schema and attempts): a greedy first call, then
-``--repairs`` sampled repair calls (temperature ``--temperature``, one seed per call) whose history
-grows by one fixed attempt each, so every mode sees the same prompts. Modes, interleaved call by
-call on one instance each (a busy machine slows all alike):
+Repair-like episodes (``llm_prefix_reuse.py``'s schema and attempts): a greedy first call, a
+sampled follow-up that explains its answer (the prompt holds the answer after the first call's
+prompt, as a conversation continues), then ``--repairs`` sampled repair calls whose history grows
+by one fixed attempt each (temperature ``--temperature``, one seed per call). Every mode sees the
+same prompts (the follow-up quotes ``fresh``'s answer). Modes, interleaved call by call on one
+instance each (a busy machine slows all alike):
 
 - ``fresh``: ``reset()`` before every call, the whole prompt evaluated in a new context (the
   reference, and the cost of the simplest fix);
-- ``plain``: llama-cpp-python's prefix reuse as before the fix (the backend's prompt wrapper
-  bypassed);
+- ``plain``: llama-cpp-python's prefix reuse, as before the fix (the backend's prompt wrapper
+  never strict; a sampled call still re-evaluates at least its last prompt token);
 - ``canonical``: the default, a sampled call reuses only the prefix evaluated in batches of at
   least ``MIN_PROMPT_BATCH`` tokens and evaluates the rest in such batches.
 
@@ -28,7 +30,7 @@ import time
 from llm_prefix_reuse import ATTEMPTS, SYSTEM
 
 from repairmem.llm import GenerationConfig, Message, resolve_model
-from repairmem.llm.llama_cpp import MIN_PROMPT_BATCH
+from repairmem.llm.llama_cpp import MIN_PROMPT_BATCH, _CanonicalPrompts
 
 QUESTIONS = [
     "What are the names of the stadiums that hosted concerts in both 2014 and 2015, with their capacity?",
@@ -41,11 +43,19 @@ QUESTIONS = [
 MODES = ("fresh", "plain", "canonical")
 
 
-def episode(e: int, repairs: int, temperature: float, max_tokens: int):
-    """(kind, messages, config) of one episode: a greedy call, then sampled repair calls."""
+class _Plain(_CanonicalPrompts):
+    """The backend's prompt wrapper with ``strict`` never set: llama-cpp-python's evaluation, as before the fix."""
+    strict = property(lambda self: False, lambda self, value: None)
+
+
+def episode(e: int, repairs: int, temperature: float, max_tokens: int, answers: list[str]):
+    """(kind, messages, config) of one episode: a greedy call, a sampled follow-up quoting its answer
+    (the last of ``answers`` by then), then sampled repair calls."""
     question = QUESTIONS[e % len(QUESTIONS)]
-    yield "greedy", [Message("system", SYSTEM), Message("user", f"Question: {question}\n\nSQL:")], \
-        GenerationConfig(max_tokens=max_tokens)
+    first = [Message("system", SYSTEM), Message("user", f"Question: {question}\n\nSQL:")]
+    yield "greedy", first, GenerationConfig(max_tokens=max_tokens)
+    yield "sampled", first + [Message("assistant", answers[-1]), Message("user", "Explain this query in plain words.")], \
+        GenerationConfig(max_tokens=max_tokens, temperature=temperature, seed=100 * e)
     for k in range(1, repairs + 1):
         history = "".join(f"\n\nAttempt {i + 1}:\n{sql}\nDatabase: {err}" for i, (sql, err) in enumerate(ATTEMPTS[:k]))
         yield "sampled", [Message("system", SYSTEM), Message("user", f"Question: {question}{history}\n\nCorrected SQL:")], \
@@ -62,21 +72,22 @@ def main() -> None:
     args = parser.parse_args()
 
     models = {mode: resolve_model("llama:qwen2.5-coder-0.5b", n_threads=args.threads, n_ctx=4096) for mode in MODES}
-    models["plain"].llama.eval = models["plain"]._prompts._eval  # pre-fix evaluation, for comparison only
+    models["plain"]._prompts.__class__ = _Plain  # pre-fix evaluation, for comparison only
     for model in models.values():  # page the weights in, then start from an empty context
         model.chat([Message("user", "warm up")], GenerationConfig(max_tokens=1))
         model.reset()
     print(f"model {models['fresh'].name}  threads={args.threads}  cpus={os.cpu_count()}  "
           f"load avg {os.getloadavg()[0]:.2f}  {platform.processor() or platform.machine()}  "
           f"MIN_PROMPT_BATCH={MIN_PROMPT_BATCH}")
-    print(f"{args.episodes} episodes x (1 greedy + {args.repairs} sampled at T={args.temperature}), "
+    print(f"{args.episodes} episodes x (1 greedy + 1 + {args.repairs} sampled at T={args.temperature}), "
           f"max_tokens={args.max_tokens}, interleaved\n")
 
     seconds = {(mode, kind): 0.0 for mode in MODES for kind in ("greedy", "sampled")}
     evaluated = dict.fromkeys(seconds, 0)
     texts: dict[str, list[tuple[str, str]]] = {mode: [] for mode in MODES}
+    answers = [text for _, text in texts["fresh"]]  # grows as fresh answers (the follow-up quotes the last)
     for e in range(args.episodes):
-        for kind, messages, config in episode(e, args.repairs, args.temperature, args.max_tokens):
+        for kind, messages, config in episode(e, args.repairs, args.temperature, args.max_tokens, answers):
             for mode, model in models.items():
                 start = time.perf_counter()
                 if mode == "fresh":
@@ -85,6 +96,7 @@ def main() -> None:
                 seconds[mode, kind] += time.perf_counter() - start
                 evaluated[mode, kind] += result.usage.prompt_tokens - result.usage.cached_prompt_tokens
                 texts[mode].append((kind, result.text))
+            answers.append(texts["fresh"][-1][1])
     n = {kind: sum(k == kind for k, _ in texts["fresh"]) for kind in ("greedy", "sampled")}
     for mode in MODES:
         differ = {kind: sum(k == kind and t != ref for (k, t), (_, ref) in zip(texts[mode], texts["fresh"]))

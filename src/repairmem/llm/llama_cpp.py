@@ -191,7 +191,9 @@ class _CanonicalPrompts:
 
     def eval(self, tokens: Sequence[int]) -> None:
         llm, n_past = self.llm, self.llm.n_tokens
-        if not (self.strict and llm._requires_eval):  # generate() sets it before a prompt's evaluation
+        if llm._requires_eval:  # generate() sets it before a prompt's evaluation
+            self.prompt_start = n_past
+        if not (self.strict and llm._requires_eval):
             self._eval(tokens)
             if self.canonical >= n_past:
                 tail = len(tokens) % llm.n_batch
