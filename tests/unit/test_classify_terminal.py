@@ -307,12 +307,21 @@ django.db.utils.OperationalError: no such column: accounts_user.email_verified
     (ALEMBIC_TABLE_EXISTS, "sqlite.schema_drift_after_migration"),
     (ALEMBIC_HEADS, "sqlite.migration_state"),
     (ALEMBIC_MISSING_REVISION, "sqlite.migration_state"),
-    (DJANGO_UNAPPLIED, "sqlite.migration_state"),
 ])
 def test_stale_migration_outputs(log, rule):
     d = classify_terminal(log)
     assert (d.family, d.root_cause, d.rule) == ("sqlite_locked", "stale_migration", rule)
     assert d.confidence >= 0.9
+
+
+def test_pending_migrations_are_one_cause_whatever_the_database():
+    # issue 43 item 3: Django's "You have N unapplied migration(s)" on SQLite was sqlite_locked/
+    # stale_migration while the same cause on PostgreSQL was a test failure; now both are
+    # schema_migration/unapplied_migration (classify/terminal_causes.py).
+    d = classify_terminal(DJANGO_UNAPPLIED)
+    assert (d.family, d.root_cause, d.rule) == ("schema_migration", "unapplied_migration", "migration.pending")
+    pg = classify_terminal("psycopg2.errors.UndefinedColumn: column accounts_user.email_verified does not exist")
+    assert (pg.family, pg.root_cause) == (d.family, d.root_cause)
 
 
 def test_alembic_signatures():

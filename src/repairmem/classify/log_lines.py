@@ -8,7 +8,9 @@ gives every line that could be that message, in a form that drops what varies be
 Normalisation (``normalise``): ANSI colours, timestamps (``[12:03:04]``, ISO dates) and tool
 prefixes (``npm ERR!``, ``npm error``, ``remote:``, pytest's ``E``, ``|``, ``>``, ``##[error]``,
 ``#12 0.53`` build steps) are stripped; quoted names, URLs, paths, hex ids and numbers are masked;
-the text is lower-cased and its spaces collapsed.
+the text is lower-cased and its spaces collapsed. The masking is
+:func:`repairmem.classify.normalise.normalise_text` (linear time; UUIDs and ISO timestamps are left to
+the hex and number masks here, as before).
 
 Generic (``generic``): a line that any failure of a tool prints says nothing about the cause. A
 line is generic when, after masking, it has fewer than ``MIN_WORDS`` distinct words of three or more
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import re
 
+from .normalise import normalise_text
+
 MIN_WORDS = 4          # distinct words of >= 3 letters a distinctive line needs
 MAX_LINES = 400        # the last lines of a log that are read (the failure is at the end)
 
@@ -33,12 +37,6 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PREFIX = re.compile(
     r"^(?:\s+|\[?\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]?|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}\S*|npm (?:ERR!|error|warn)"
     r"|remote:|E(?=\s)|\||>+|##\[\w+\]|#\d+ \d+(?:\.\d+)?)", re.IGNORECASE)
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
-_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|‘[^’\n]*’|“[^”\n]*”")
-_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~@+-]*[/\\])+[\w.~@+-]*")
-_HEX = re.compile(r"\b0x[0-9a-f]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b", re.IGNORECASE)
-_NUM = re.compile(r"\d+(?:[.,:]\d+)*")
-_SPACE = re.compile(r"\s+")
 _WORDS = re.compile(r"(?<![<a-z])[a-z]{3,}(?![a-z>])")
 _BOILERPLATE = re.compile(
     r"^(?:(?:error|fatal|warning|warn)\b:?\s*)?(?:[\w.]*(?:error|exception|fatal|warning)\b"
@@ -62,12 +60,7 @@ def normalise(line: str) -> str:
         if m is None or not m.group(0):
             break
         text = text[m.end():]
-    text = _QUOTED.sub(" <q> ", text)
-    text = _URL.sub(" <url> ", text)
-    text = _PATH.sub(" <path> ", text)
-    text = _HEX.sub(" <hex> ", text)
-    text = _NUM.sub("<n>", text)
-    return _SPACE.sub(" ", text).strip().lower()
+    return normalise_text(text, ids=False)
 
 
 def generic(norm: str) -> bool:

@@ -72,14 +72,24 @@ network_error         dns_failure; tls_error; connection_refused; network_timeou
 timeout               process_timeout (TimeoutExpired, pytest-timeout, exit 124); unknown
 test_failure          fixture_error; assertion_failed; exception_in_test (also pytest's ``>`` /
                       ``E   XError`` report without a summary line); unknown
+schema_migration      unapplied_migration; unknown (terminal_causes)
+lockfile_drift        lockfile_out_of_sync; lockfile_version_mismatch (terminal_causes)
+missing_env_var       env_var_unset (terminal_causes)
 unknown               unknown (also the Docker daemon's socket: outside the taxonomy)
 ====================  ======================================================================
+
+schema_migration, lockfile_drift and missing_env_var are :mod:`repairmem.classify.terminal_causes`'s
+(its rows come first: ``migration.*``, ``lock.*``, ``env.*``, ``export.*``).
 
 Rule order (``RULES``; first match wins). Every rule is a *symptom* regex plus zero or more
 *cues* (regexes or small predicates), all of which must hold. Within a family the rules with
 distinguishing cues come before the generic symptom; across families, the families closest to a
 root cause come before those that are usually consequences (a failing test, a timeout):
 
+0. causes (terminal_causes): ``migration.pending``, ``migration.missing_column``,
+   ``migration.missing_column_while_migrating``, ``lock.version_mismatch``, ``lock.out_of_sync``,
+   ``env.unset``, ``env.settings_field_required``, ``export.missing_in_package``,
+   ``export.missing_in_project``
 1. sqlite: ``sqlite.migration_state``, ``sqlite.schema_drift_after_migration``,
    ``sqlite.locked_concurrent_writer``, ``sqlite.locked_in_several_operations``,
    ``sqlite.locked_migration_bootstrap``, ``sqlite.locked_during_migration``,
@@ -131,6 +141,7 @@ from types import MappingProxyType
 
 # The evidence and the predicates over it live in terminal_cues (terminal_signatures imports _rx
 # from here).
+from .terminal_causes import CAUSE_ROOTS, FIRST_RULES
 from .terminal_cues import (_SITE_PACKAGES, _SQLITE_LOCKED, Cue, _absent, _command_installed,
                             _file_imports_itself, _first_party, _first_party_path, _installed_elsewhere,
                             _last_frame_in_site_packages, _lock_in_several_operations, _pathish_key, _rx,
@@ -155,6 +166,7 @@ ROOT_CAUSES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "network_error": ("dns_failure", "tls_error", "connection_refused", "network_timeout", "unknown"),
     "timeout": ("process_timeout", "unknown"),
     "test_failure": ("fixture_error", "assertion_failed", "exception_in_test", "unknown"),
+    **CAUSE_ROOTS,      # schema_migration, lockfile_drift, missing_env_var (terminal_causes)
     "unknown": ("unknown",),
 })
 FAMILIES: tuple[str, ...] = tuple(ROOT_CAUSES)
@@ -272,7 +284,7 @@ _KILLED = re.compile(r"^[ \t]*Killed(?::[ \t]*9)?[ \t]*$|\b\d+ Killed\s|exit (?:
 
 _PORT = _rx(r"Address already in use|\bEADDRINUSE\b|\[Errno (?:98|48|10048)\]|port is already allocated|"
             r"\bbind\b[^\n]*\berrno[ \t]*[=:][ \t]*98\b|"
-            r"Only one usage of each socket address")
+            r"Only one usage of each socket address|\bPort \d+ was already in use")
 _TIME_WAIT = re.compile(r"TIME_WAIT|SO_REUSEADDR")
 _LISTENER = _rx(r"(?-i:\bLISTEN\b)|\blsof\b|\bss -|\bnetstat\b|already running|already allocated|"
                 r"another (?:instance|process|server)|\bpid\b[ =:]*\d+|is being used by")
@@ -355,6 +367,9 @@ def _r(rule_id: str, family: str, root: str, confidence: float, symptom: re.Patt
 
 
 RULES: tuple[Rule, ...] = (
+    # 0. Causes that read the same whatever the framework (terminal_causes): pending migrations,
+    # lockfile drift, unset environment variables, renamed exports.
+    *(_r(rule_id, family, root, conf, symptom, *cues) for rule_id, family, root, conf, symptom, cues in FIRST_RULES),
     # 1. SQLite. Migration state errors name the cause outright; schema drift with migration output
     # is a half-applied migration; a lock is a concurrent writer only if another writer shows.
     _r("sqlite.migration_state", "sqlite_locked", "stale_migration", 0.95, _MIGRATION_STATE),
