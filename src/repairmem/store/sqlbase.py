@@ -22,21 +22,27 @@ from ..types import COUNTER_NAMES, Counters, Episode, MemoryVariant, Provenance
 from .protocol import Embedder
 
 
-def v5_migration(identity: str, integer: str) -> list[str]:
-    """Store schema v5 in a backend's types (``identity``: its auto-numbered key): the lifecycle log
-    (forget and correct, append-only: the tombstones the mirror and the index catch up on), the
-    unverified mark, and each memory's counters per namespace that gave feedback. Shipped: never edit."""
-    counters = ",\n".join(f"            {n} {integer} NOT NULL DEFAULT 0" for n in COUNTER_NAMES)
-    return [f"""CREATE TABLE lifecycle (
+def _lifecycle_table(identity: str, integer: str, actions: tuple[str, ...]) -> str:
+    """The lifecycle log's CREATE TABLE (v5 and v6 differ only in the actions they accept)."""
+    allowed = ", ".join(f"'{a}'" for a in actions)
+    return f"""CREATE TABLE lifecycle (
             id {identity},
-            action TEXT NOT NULL CHECK (action IN ('forget', 'correct')),
+            action TEXT NOT NULL CHECK (action IN ({allowed})),
             variant_id {integer} NOT NULL,
             namespace TEXT NOT NULL,
             original TEXT NOT NULL,
             replacement TEXT,
             actor TEXT NOT NULL,
             reason TEXT NOT NULL,
-            at TEXT NOT NULL)""",
+            at TEXT NOT NULL)"""
+
+
+def v5_migration(identity: str, integer: str) -> list[str]:
+    """Store schema v5 in a backend's types (``identity``: its auto-numbered key): the lifecycle log
+    (forget and correct, append-only: the tombstones the mirror and the index catch up on), the
+    unverified mark, and each memory's counters per namespace that gave feedback. Shipped: never edit."""
+    counters = ",\n".join(f"            {n} {integer} NOT NULL DEFAULT 0" for n in COUNTER_NAMES)
+    return [_lifecycle_table(identity, integer, ("forget", "correct")),
             "CREATE INDEX lifecycle_by_variant ON lifecycle (variant_id)",
             "ALTER TABLE variants ADD COLUMN unverified INTEGER NOT NULL DEFAULT 0",
             f"""CREATE TABLE namespace_counters (
@@ -50,16 +56,7 @@ def v6_sqlite_migration() -> list[str]:
     """Store schema v6 on SQLite: the lifecycle log accepts ``trust`` rows. SQLite cannot change a CHECK
     constraint in place, so the table is rebuilt with its rows and ids. Shipped: never edit."""
     return ["ALTER TABLE lifecycle RENAME TO lifecycle_v5",
-            """CREATE TABLE lifecycle (
-            id INTEGER PRIMARY KEY,
-            action TEXT NOT NULL CHECK (action IN ('forget', 'correct', 'trust')),
-            variant_id INTEGER NOT NULL,
-            namespace TEXT NOT NULL,
-            original TEXT NOT NULL,
-            replacement TEXT,
-            actor TEXT NOT NULL,
-            reason TEXT NOT NULL,
-            at TEXT NOT NULL)""",
+            _lifecycle_table("INTEGER PRIMARY KEY", "INTEGER", ("forget", "correct", "trust")),
             "INSERT INTO lifecycle SELECT id, action, variant_id, namespace, original, replacement, actor, reason, at "
             "FROM lifecycle_v5",
             "DROP TABLE lifecycle_v5",
