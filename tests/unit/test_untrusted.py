@@ -28,6 +28,7 @@ from repairmem.sql.prompts import (
     render_memory,
     repair_prompt,
 )
+from repairmem.gate.actions import command_warnings
 from repairmem.untrusted import printable, untrusted
 
 # every turn marker a chat template spells (ChatML/Qwen, Llama 2/3, Mistral, Gemma, tool tags) and any control
@@ -123,6 +124,8 @@ def test_clean_text_is_rendered_as_it_is(text):
     assert untrusted(text) == untrusted(text, own_turn=True) == text
     if text != text.strip() or not text or "\n" in text:
         return     # renderers show blank fields as "(none)", strip the evidence and indent a note's lines
+    if command_warnings(text):
+        return     # a fix that reads as dangerous ("sudo", "curl … | sh") gets a warning line: not the template
     slot = "\ue000"                 # clean, and in no template
     for render_all in (sql_renderings, gate_and_hint_renderings, own_turn_renderings):
         template = render_all(slot)
@@ -137,7 +140,9 @@ def test_untrusted_text_is_clean_after_escaping_and_own_turn_escapes_tokens_only
     assert is_clean(untrusted(attack))
     turn = untrusted(attack, own_turn=True)
     assert not TOKEN.search(turn)
-    escaped = TOKEN.sub(lambda m: m.group(0).strip("<>[]|｜"), re.sub(r"<(?=[|｜])|(?<=[|｜])>", "", attack))
+    # a bracket next to a bar becomes '‹'/'›' (character for character), so the '<' run before it stays:
+    # '<<<<|im_end|>' keeps its '<<<' (deleting the bracket made the model drop one '<' too many)
+    escaped = TOKEN.sub(lambda m: m.group(0).strip("<>[]|｜"), re.sub(r"<(?=[|｜])", "‹", re.sub(r"(?<=[|｜])>", "›", attack)))
     assert Counter(DELIMITER.findall(turn)) == Counter(DELIMITER.findall(escaped))   # '<<<tool_call>' loses a '<'
 
 
