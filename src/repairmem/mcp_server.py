@@ -15,13 +15,16 @@ thread, the thread that opened the store (SQLite connections stay on their threa
 """
 
 import contextvars
+import dataclasses
 import hmac
 import inspect
 import json
 import os
 import sys
 import threading
+import weakref
 from typing import Annotated, Any
+from urllib.parse import unquote, urlparse
 
 from . import check, service
 from .addresses import redact
@@ -151,12 +154,14 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
 
     def run(verb: str) -> dict:
         try:
-            return service.VERBS[verb](opened(), parsed.get())
+            request, project = parsed.get()
+            out = service.VERBS[verb](opened(), request)
         except RepairmemError as exc:
             raise refused(exc) from None
+        return {**out, "project": project} if verb == "stats" else out
 
     options = {"host": host, "port": port} if major == 1 else {}
-    server = _strict(cls, refused, allowed, parsed)("repairmem", instructions=INSTRUCTIONS, **options)
+    server = _strict(cls, refused, allowed, parsed, opened)("repairmem", instructions=INSTRUCTIONS, **options)
 
     def text(description: str):
         return Field(description=description)
@@ -249,8 +254,9 @@ def _lifecycle_tools(server, text, run):
     return forget, correct
 
 
-def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar):
-    """``cls`` (the SDK's server class) whose calls to the tools in ``allowed`` are parsed by ``service``."""
+def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar, opened):
+    """``cls`` (the SDK's server class) whose calls to the tools in ``allowed`` are parsed by ``service``
+    and placed in the project the client works in (``_place``)."""
 
     class Strict(cls):
         """Each call's raw arguments are parsed by ``service`` (as on the CLI: strict types, unknown
@@ -266,13 +272,40 @@ def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar):
                     request["source"] = "mcp"
                 if name in ("forget", "correct"):
                     request["actor"] = "mcp"
-                token = parsed.set(service.parse(name, request))
+                req = service.parse(name, request)
+                memory = opened()
+                root = await self._root_project(rest[0] if rest else options.get("context"))
+                project = _client_project(memory, root)
+                token = parsed.set((_place(name, req, memory, project, rooted=root == project), project))
             except RepairmemError as exc:
                 raise refused(exc) from None
             try:
                 return await super().call_tool(name, arguments, *rest, **options)
             finally:
                 parsed.reset(token)
+
+        async def _root_project(self, context) -> str | None:
+            """The project named by the client's first ``file://`` root (MCP ``roots/list``), asked once
+            per session; None when the client declares no roots or does not answer within a second.
+            ``context``: the call's (mcp 2.x passes it to ``call_tool``; 1.x keeps it for ``get_context``)."""
+            import anyio
+            try:
+                session = (context if context is not None else self.get_context()).session
+            except Exception:      # noqa: BLE001 - outside a request (a direct call in a test)
+                return None
+            if session in _ROOTS:
+                return _ROOTS[session]
+            project = None
+            params = getattr(session, "client_params", None)
+            if params is not None and getattr(params.capabilities, "roots", None) is not None:
+                try:
+                    with anyio.fail_after(1.0):
+                        roots = (await session.list_roots()).roots
+                    project = next((_root_name(str(r.uri)) for r in roots if str(r.uri).startswith("file:")), None)
+                except Exception:  # noqa: BLE001 - a client that cannot list its roots: the server's folder
+                    project = None
+            _ROOTS[session] = project
+            return project
 
         async def run_stdio_async(self) -> None:
             """The SDK's stdio loop over ``_Lines``, which answers a line the SDK cannot parse."""
@@ -294,6 +327,40 @@ def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar):
 
 
     return Strict
+
+
+_ROOTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()    # session -> its root's project
+PLACED = ("recall", "record", "forget", "correct")      # the verbs that act on one project
+
+
+def _root_name(uri: str) -> str:
+    """The project a ``file://`` root names: its folder's name, as ``default_namespace`` makes one."""
+    return default_namespace(unquote(urlparse(uri).path) or "/")
+
+
+def _client_project(memory, root: str | None) -> str:
+    """The project a call acts for: the client's root (within the binding, when the server is bound),
+    else the server's home namespace (the folder it started in, or the first ``--namespace``)."""
+    if root is not None and (memory.namespaces is None or root in memory.namespaces):
+        return root
+    return memory.namespace or "default"
+
+
+def _place(verb: str, req, memory, project: str, *, rooted: bool):
+    """``req`` acting in ``project``. A user's store read by all projects (no binding) records,
+    recalls, forgets and corrects only in the project the client works in, so an agent cannot speak
+    for another project (its feedback there would make its own memory trusted abroad). A server bound
+    to namespaces lets a call name any of them; unnamed, the client's root (``rooted``) when the
+    binding holds it, else the verb's own default (the failure's project or database, the home)."""
+    if verb not in PLACED:
+        return req
+    if memory.namespaces is None:
+        if req.namespace not in (None, project):
+            raise RepairmemError(f"{verb}: this server acts for the project the client works in ({project!r}); "
+                                 f"namespace {req.namespace!r} is not it, and nothing was read or written")
+    elif req.namespace is not None or not rooted:
+        return req
+    return dataclasses.replace(req, namespace=project)
 
 
 TOKEN_ENV = "REPAIRMEM_MCP_TOKEN"     # a secret on the command line would show in `ps`
@@ -402,9 +469,10 @@ def default_namespace(folder: str | None = None) -> str:
 def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
           encoder: str = "default", policy: str | None = "rscb_mc", state: str | None = None,
           namespaces: list[str] | None = None) -> int:
-    """Run the server until its client goes away (stdio) or it is stopped (HTTP). ``namespaces``: what
-    it may read and write (default: ``default_namespace()``, the project it serves; ``["*"]``: every
-    namespace, without the binding's trust rules)."""
+    """Run the server until its client goes away (stdio) or it is stopped (HTTP). ``namespaces``: the
+    namespaces it is bound to (a team's or a shared server's); default (or ``["*"]``, the older
+    spelling): one user's store, read by every project of theirs under the trust rules, each call
+    acting for the project its client works in (its MCP root, else the folder the server started in)."""
     from .memory import Memory
 
     if transport not in ("stdio", "http"):
@@ -416,11 +484,12 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
     _server_class()                                       # a missing SDK fails before the store is opened
     if namespaces and ALL_NAMESPACES in namespaces and len(namespaces) > 1:
         raise RepairmemError("--namespace '*' (every namespace) cannot be given with other namespaces")
-    bound = None if namespaces == [ALL_NAMESPACES] else (namespaces or [default_namespace()])
-    if bound is not None:
-        for name in bound:
-            check.check_label(name, "--namespace")
-    opening = _Opening(lambda: Memory.open(store, encoder=encoder, policy=policy, state=state, namespaces=bound))
+    bound = None if not namespaces or namespaces == [ALL_NAMESPACES] else namespaces
+    for name in bound or ():
+        check.check_label(name, "--namespace")
+    home = None if bound else default_namespace()
+    opening = _Opening(lambda: Memory.open(store, encoder=encoder, policy=policy, state=state, namespaces=bound,
+                                           namespace=home, trust_abroad=True))
     try:
         server = build_server(opening, host=host, port=port)
         if transport == "stdio":

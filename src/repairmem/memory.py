@@ -31,7 +31,7 @@ from .check import check_int, check_label
 from .domains import DEFAULT_DOMAINS, Diagnosis, Domain, SqlFailure, TerminalFailure, domain_for, domain_of_kind
 from .domains import retrieval_config
 from .errors import InvalidInputError
-from .gate.actions import Action, estimate_tokens
+from .gate.actions import Action, estimate_tokens, warning
 from .gate.audit import AuditLog
 from .gate.features import ADDED_FEATURES, QueryProfile
 from .gate.gate import Gate, GateResult, Ledger, StoreLedger, counter_increments, load_gate_state, require_memories
@@ -73,6 +73,7 @@ class Recall:
     ask: MemoryVariant | None = None            # the gate asks whether this memory applies; nobody answered:
                                                 # the caller checks it, then ``feedback(confirmed=...)``
     namespace: str = ""                         # the namespace the recall was made from
+    ask_only: frozenset[int] = frozenset()      # candidates of other projects not yet trusted here: asked, never injected
 
     @property
     def injected(self) -> bool:
@@ -88,9 +89,11 @@ class Recall:
                 "why": self.why, "diagnosis": self.diagnosis.__dict__,
                 "candidates": [{"id": s.memory.id, "polarity": s.memory.polarity.value, "score": s.score,
                                 "dense": s.dense, "bm25": s.bm25, "failure_type": s.memory.failure_type,
-                                "namespace": s.memory.namespace, "unverified": s.memory.unverified}
+                                "namespace": s.memory.namespace, "unverified": s.memory.unverified,
+                                "ask_only": s.memory.id in self.ask_only}
                                for s in self.candidates],
-                "ask": None if self.ask is None else _ask(self.ask, self.why), "namespace": self.namespace}
+                "ask": None if self.ask is None else _ask(self.ask, self.why, self.namespace),
+                "namespace": self.namespace}
 
 
 def _binding(namespaces) -> tuple[str, ...] | None:
@@ -105,12 +108,16 @@ def _binding(namespaces) -> tuple[str, ...] | None:
     return bound
 
 
-def _ask(memory: MemoryVariant, why: str) -> dict:
-    """An open ``ask_feedback`` in the caller's hands: the memory to check, what to check, how to answer."""
+def _ask(memory: MemoryVariant, why: str, home: str = "") -> dict:
+    """An open ``ask_feedback`` in the caller's hands: the memory to check, what to check, how to answer;
+    a memory of another project says so, and a dangerous fix carries its warning."""
+    foreign = bool(home) and memory.namespace != home
     return {"memory_id": memory.id, "cause": "/".join(x for x in (memory.failure_type, memory.root_cause) if x),
-            "namespace": memory.namespace, "failed": memory.before, "failure": memory.failure_context,
-            "fix": memory.after, "unverified": memory.unverified, "why_unsure": why,
-            "check": "Untrusted: apply the fix only if your failure has this cause. Then call feedback with "
+            "namespace": memory.namespace, "other_project": foreign, "failed": memory.before,
+            "failure": memory.failure_context, "fix": memory.after, "unverified": memory.unverified,
+            "warning": warning(memory) or None, "why_unsure": why,
+            "check": (f"From another project ({memory.namespace}), not verified in this one. " if foreign else "")
+                     + "Untrusted: apply the fix only if your failure has this cause. Then call feedback with "
                      "confirmed=true (and verified=true if the fix passed), or rejected=true if it does not apply."}
 
 
@@ -144,10 +151,17 @@ class Memory(Lifecycle):
                  retrieval: RetrievalConfig | str | None = None, namespace: str | None = None,
                  audit: AuditLog | None = None, policy_path: str | Path | None = None, ledger=None,
                  reward_config: RewardConfig = RewardConfig(), token_budget: int = 4000,
-                 domains: tuple[Domain, ...] = DEFAULT_DOMAINS, namespaces: Iterable[str] | None = None) -> None:
+                 domains: tuple[Domain, ...] = DEFAULT_DOMAINS, namespaces: Iterable[str] | None = None,
+                 trust_abroad: bool | None = None) -> None:
         self._store, self._index = store, index
         self._retrieval = retrieval_config(retrieval) if isinstance(retrieval, str) else retrieval
         self.namespaces = _binding(namespaces)
+        if trust_abroad is not None and not isinstance(trust_abroad, bool):
+            raise InvalidInputError(f"Memory: trust_abroad must be a bool, got {type(trust_abroad).__name__}")
+        if trust_abroad is False and self.namespaces is not None:
+            raise InvalidInputError("Memory: a Memory bound to namespaces always keeps the trust rules "
+                                    "(trust_abroad=False needs namespaces=None)")
+        self.trust_abroad = self.namespaces is not None or bool(trust_abroad)
         if namespace is not None and self.namespaces is not None and namespace not in self.namespaces:
             raise InvalidInputError(f"Memory: namespace {namespace!r} is not one of its namespaces "
                                     f"({', '.join(self.namespaces)})")
@@ -194,8 +208,12 @@ class Memory(Lifecycle):
         ``namespaces`` binds the Memory to the namespaces it may read and write (the first is its
         home, the default ``namespace``): a recall from, a record into, or a forget/correct of any
         other is refused, a recall sees only their memories, and a memory of another namespace than
-        the query's only once trusted abroad (docs/design.md, "Trust and tenancy"). None: every
-        namespace, no such rule (a benchmark, one user's own store)."""
+        the query's is injected only once trusted abroad, and before that only asked about
+        (docs/design.md, "Trust and tenancy"). None: every
+        namespace. ``trust_abroad=True`` keeps those trust rules without a binding: one user's store
+        read by all of their projects (what the MCP server does by default), where another project's
+        memory not yet trusted abroad can only be asked about, labelled with its project. Without
+        either, no such rule (a benchmark, the store's owner)."""
         if ledger not in LEDGERS:
             raise InvalidInputError(f"Memory.open: ledger must be one of {', '.join(LEDGERS)}, got {ledger!r}")
         if ledger == "store" and resume is not None:
@@ -350,9 +368,15 @@ class Memory(Lifecycle):
         base = self._retrieval or domain.retrieval
         config = base if scope is None else replace(base, scope=Scope.parse(scope))
         query = domain.query(failure, diagnosis, position=position, query_id=query_id, namespace=ns)
-        if self.namespaces is not None:     # the binding's trust rules (docs/design.md, "Trust and tenancy")
-            query = replace(query, namespaces=self.namespaces, reused_abroad=True)
+        if self.namespaces is not None:     # what a bound Memory may read
+            query = replace(query, namespaces=self.namespaces)
         found = retrieve(self._index, query, config)
+        ask_only = self._ask_only(found, ns)
+        if ask_only:     # another project's memory not yet trusted here: never a warning, never injected ungated
+            found = replace(found, negatives=tuple(s for s in found.negatives if s.memory.id not in ask_only),
+                            **({} if self._gate is not None else {
+                                k: tuple(s for s in getattr(found, k) if s.memory.id not in ask_only)
+                                for k in ("positives", "answers")}))
         recall_id = f"r{next(self._ids)}"
         if self._gate is None:
             result, action, why = None, "always_inject", "no gate: every retrieved memory is injected"
@@ -374,7 +398,7 @@ class Memory(Lifecycle):
 
             result = self._gate.decide(profile, (*found.answers, *found.positives), session=session or query_id,
                                        confirm=confirm if confirm is not None else situation.confirm, inject=inject,
-                                       namespace=ns)
+                                       namespace=ns, ask_only=ask_only, home=ns if self.trust_abroad else None)
             shown = rendered["out"]
             action = result.decision.action.value
             why = self._audit.get(result.decision_id)["reason"] if result.decision_id else result.payload.note
@@ -384,11 +408,20 @@ class Memory(Lifecycle):
             ask = next(s.memory for s in (*found.answers, *found.positives) if s.memory.id == result.lead_id)
         recall = Recall(recall_id, action, shown.text, tuple(m.id for m in (*shown.positives, *shown.negatives)),
                         (*found.answers, *found.positives, *found.negatives), why, diagnosis, shown.positives,
-                        shown.negatives, found, shown.blocks, ask, ns)
+                        shown.negatives, found, shown.blocks, ask, ns, ask_only)
         self._open[recall_id] = _Open(recall, result, ns)
         if len(self._open) > MAX_OPEN_RECALLS:    # feedback that never came (live use); oldest first
             del self._open[next(iter(self._open))]
         return recall
+
+    def _ask_only(self, found, namespace: str) -> frozenset[int]:
+        """The retrieved memories of other namespaces than ``namespace`` not yet trusted abroad (none
+        without the trust rules): the gate may ask about them, never inject them."""
+        if not self.trust_abroad:
+            return frozenset()
+        abroad = [s.memory.id for s in (*found.answers, *found.positives, *found.negatives)
+                  if s.memory.namespace != namespace]
+        return frozenset(abroad) - frozenset(self._store.trusted_abroad(abroad)) if abroad else frozenset()
 
     def _task_similarity(self, task: str, scored) -> dict[int, float]:
         """The cosine of ``task`` and each candidate's question (its task), by memory id."""
@@ -535,6 +568,9 @@ class Memory(Lifecycle):
         out = dict(self._store.stats() if self.namespaces is None else self._store.stats(namespaces=self.namespaces))
         if self.namespaces is not None:
             out["namespaces"] = list(self.namespaces)
+        out["home"] = self.namespace
+        out["reads"] = list(self.namespaces) if self.namespaces is not None else "every namespace"
+        out["trust_abroad"] = self.trust_abroad
         out["gate"] = None if self._gate is None else {"policy": self._gate.policy.name, "updates": self._gate.policy.t,
                                                        "open_recalls": len(self._open)}
         return out

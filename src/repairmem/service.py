@@ -280,12 +280,32 @@ def parse_correct(request: Any) -> CorrectRequest:
                           _str(obj, "actor", verb, empty=False, default="service"))
 
 
+@dataclass(frozen=True)
+class TrustRequest:
+    memory_id: int
+    actor: str                  # the person who vouches for the memory (required: a label)
+    namespace: str | None = None
+    reason: str = ""
+
+
+def parse_trust(request: Any) -> TrustRequest:
+    verb = "trust"
+    obj = _object(request, verb, "", ("memory_id", "namespace", "reason", "actor"))
+    memory_id = _int(obj, "memory_id", verb, low=1)
+    if memory_id is None:
+        raise _fail(verb, "missing field memory_id (the memory a person vouches for)")
+    actor = _label(obj, "actor", verb)
+    if actor is None:
+        raise _fail(verb, "missing field actor (who vouches for the memory)")
+    return TrustRequest(memory_id, actor, _label(obj, "namespace", verb), _str(obj, "reason", verb, default=""))
+
+
 def parse_stats(request: Any) -> None:
     _object({} if request is None else request, "stats", "", ())
 
 
 PARSERS = {"recall": parse_recall, "record": parse_record, "feedback": parse_feedback, "explain": parse_explain,
-           "stats": parse_stats, "forget": parse_forget, "correct": parse_correct}
+           "stats": parse_stats, "forget": parse_forget, "correct": parse_correct, "trust": parse_trust}
 
 
 def parse(verb: str, request: Any):
@@ -406,8 +426,21 @@ def correct(memory: Memory, request: Any) -> dict:
     return {"memory_id": fixed.id, "fix": fixed.after, "history": memory.history(fixed.id)}
 
 
+@_answer
+def trust(memory: Memory, request: Any) -> dict:
+    """A person vouches for a memory: trusted abroad from now on (the owner's verb: the CLI has it, the
+    MCP server does not, so no agent can vouch for its own memory)."""
+    req = request if isinstance(request, TrustRequest) else parse_trust(request)
+    try:
+        trusted = memory.trust(req.memory_id, actor=req.actor, reason=req.reason, namespace=req.namespace)
+    except InvalidInputError as exc:
+        raise _verb_error("trust", exc) from None
+    return {"memory_id": trusted.id, "namespace": trusted.namespace, "trusted_by": req.actor,
+            "history": memory.history(trusted.id)}
+
+
 VERBS = {"recall": recall, "record": record, "feedback": feedback, "explain": explain, "stats": stats,
-         "forget": forget, "correct": correct}
+         "forget": forget, "correct": correct, "trust": trust}
 READ_ONLY_VERBS = frozenset({"explain", "stats"})   # a caller may open the Memory read-only for these
 
 

@@ -179,7 +179,7 @@ def test_two_mcp_servers_on_one_store_and_state_lose_no_update(tmp_path):
     async def agent(tag: str) -> None:
         params = StdioServerParameters(command=sys.executable, env=dict(os.environ),
                                        args=["-m", "repairmem", "mcp", "--store", str(store), "--encoder",
-                                             "hashing", "--state", str(state), "--namespace", "*"])
+                                             "hashing", "--state", str(state), "--namespace", "proj-a"])
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()

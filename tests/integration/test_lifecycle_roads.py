@@ -65,7 +65,7 @@ def test_a_bound_servers_stats_count_only_its_namespaces(tmp_path):
     async def bound(session):
         return _payload(await session.call_tool("stats", {}))
 
-    assert anyio.run(_session_run, store, everyone)["variants"] == 3
+    assert anyio.run(_session_run, store, everyone, ("--namespace", "proj-a", "--namespace", "proj-b"))["variants"] == 3
     seen = anyio.run(_session_run, store, bound, ("--namespace", "proj-b"))
     assert (seen["variants"], seen["episodes"], seen["by_namespace"], seen["namespaces"]) == (1, 1, {"proj-b": 1},
                                                                                               ["proj-b"])
@@ -121,3 +121,29 @@ def test_forgetting_a_whole_namespace_needs_confirmation_on_mcp_and_the_cli(tmp_
     assert code == 2 and "holds 3 memories" in error["error"] and "--yes" in error["error"], error
     code, done = cli("memory", "forget", *common, "--namespace", "proj-a", "--yes")
     assert code == 0 and len(done["forgotten"]) == 3, done
+
+
+def test_the_owner_vouches_for_a_memory_on_the_cli_and_no_agent_can_over_mcp(tmp_path):
+    """``repairmem memory trust``: the store owner's word (their login name unless ``--actor``), kept in
+    the memory's history; a bad id is exit 2 with a JSON error and nothing written. The MCP server has
+    no such tool, so an agent cannot vouch for its own memory."""
+    store = tmp_path / "cli.db"
+    common = ("--store", store, "--encoder", "hashing")
+    code, recorded = cli("memory", "record", *common, stdin=json.dumps({**EPISODE, "namespace": "proj-b"}))
+    code, trusted = cli("memory", "trust", *common, "--id", recorded["memory_id"], "--reason", "read the fix",
+                        "--actor", "alice")
+    assert code == 0 and trusted["memory_id"] == recorded["memory_id"] and trusted["namespace"] == "proj-b"
+    assert [(h["action"], h["actor"], h["reason"]) for h in trusted["history"]] == [("trust", "alice", "read the fix")]
+    code, error = cli("memory", "trust", *common, "--id", "99")
+    assert code == 2 and error["error"].startswith("trust: ") and "no memory with id 99" in error["error"], error
+    code, error = cli("memory", "trust", *common, "--id", recorded["memory_id"], "--namespace", "proj-a")
+    assert code == 2 and "is in namespace 'proj-b', not 'proj-a'" in error["error"], error
+    code, again = cli("memory", "trust", *common, "--id", recorded["memory_id"])     # the login name by default
+    assert code == 0 and len(again["history"]) == 2 and again["history"][1]["actor"]
+
+    async def body(session):
+        tools = {t.name for t in (await session.list_tools()).tools}
+        return tools, _error(await session.call_tool("trust", {"memory_id": 1}))
+
+    tools, refused = anyio.run(_session_run, store, body)
+    assert "trust" not in tools and "trust" in refused

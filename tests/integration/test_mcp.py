@@ -1,15 +1,20 @@
 """The MCP server as an agent meets it: the SDK's own client over stdio, a real server process.
 
-Record a repaired episode, recall it for the same failure in another project, send feedback, read
-the decision back with ``explain``; errors come back as tool errors naming the field.
+Record a repaired episode, recall it for the same failure later in the project, send feedback, read
+the decision back with ``explain``; errors come back as tool errors naming the field. The server
+runs as the README configures it (no ``--namespace``: one user's store, each call acting for the
+project the client works in), started in a folder named ``proj-a`` unless a test says otherwise.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -50,16 +55,35 @@ def _error(result) -> str:
     return result.content[0].text
 
 
-async def _session_run(store, body, extra=("--namespace", "*")):
-    """``body`` over a server of ``store``; by default bound to every namespace (the tests of the loop
-    itself; the binding's own tests pass ``--namespace``)."""
+def _project_dir(name: str = "proj-a") -> Path:
+    """A fresh folder named ``name``: where a server starts when the client names no root."""
+    folder = Path(tempfile.mkdtemp(prefix="repairmem-mcp-")) / name
+    folder.mkdir()
+    return folder
+
+
+def _roots_callback(roots):
+    """The client's answer to ``roots/list``: ``roots`` as ``file://`` URIs (None: no roots capability)."""
+    if roots is None:
+        return None
+    import mcp.types as types
+
+    async def list_roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri=Path(r).as_uri(), name=Path(r).name) for r in roots])
+    return list_roots
+
+
+async def _session_run(store, body, extra=(), *, cwd=None, roots=None):
+    """``body`` over a server of ``store`` started in ``cwd`` (default: a folder named proj-a), with
+    the README's configuration unless ``extra`` adds options (the binding's own tests pass
+    ``--namespace``); ``roots``: the folders the client declares as its roots."""
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "repairmem", "mcp", "--store", str(store), "--encoder", "hashing",
                                          *extra],
-                                   env=dict(os.environ))      # the server runs with the test's packages
+                                   env=dict(os.environ), cwd=str(cwd or _project_dir()))
     with anyio.fail_after(180):
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, list_roots_callback=_roots_callback(roots)) as session:
                 await session.initialize()
                 return await body(session)
 
@@ -124,7 +148,7 @@ def test_the_same_loop_against_a_shared_postgres_store(postgres_url, tmp_path):
         assert why["reward"]["value"] == pytest.approx(reward["reward"])
         return _payload(await session.call_tool("stats", {}))
 
-    stats = anyio.run(_session_run, postgres_url, body, ("--state", str(tmp_path / "agent" / "gate"), "--namespace", "*"))
+    stats = anyio.run(_session_run, postgres_url, body, ("--state", str(tmp_path / "agent" / "gate")))
     assert stats["variants"] == 1 and stats["path"].startswith("postgresql://")
     assert (tmp_path / "agent" / "gate.audit.db").is_file()
 
@@ -293,7 +317,8 @@ def _http_server(store, extra, token: str):
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "repairmem", "mcp", "--transport", "http", "--port", str(port),
                              "--store", str(store), "--encoder", "hashing", *extra],
-                            env={**os.environ, "REPAIRMEM_MCP_TOKEN": token}, stderr=subprocess.PIPE, text=True)
+                            env={**os.environ, "REPAIRMEM_MCP_TOKEN": token}, stderr=subprocess.PIPE, text=True,
+                            cwd=str(_project_dir()))
     return proc, f"http://127.0.0.1:{port}/mcp"
 
 
@@ -312,7 +337,7 @@ def _listening(url: str) -> int:
     raise AssertionError(f"{url} never answered")
 
 
-async def _http_session_run(store, body, extra=("--namespace", "*")):
+async def _http_session_run(store, body, extra=()):
     """``body`` over an HTTP server of ``store`` (the same contract as ``_session_run``)."""
     token = "done-when-token"
     proc, url = _http_server(store, extra, token)
@@ -337,7 +362,7 @@ def test_http_needs_a_token_beyond_loopback_and_checks_it_when_set(tmp_path):
     assert refused.returncode == 2 and "REPAIRMEM_MCP_TOKEN" in refused.stderr and not (tmp_path / "m.db").exists()
 
     token = "s3cret-token-for-the-test"
-    proc, url = _http_server(tmp_path / "m.db", ("--namespace", "*"), token)
+    proc, url = _http_server(tmp_path / "m.db", (), token)
     try:
         assert _listening(url) == 401              # no token, no memory
 
@@ -372,8 +397,8 @@ def test_forget_and_correct_over_stdio_with_bad_input_refused(tmp_path):
         assert "memory_id must be an int" in _error(await session.call_tool("forget", {"memory_id": "1"}))
         assert "give memory_id" in _error(await session.call_tool("forget", {}))
         assert "no memory with id 99" in _error(await session.call_tool("forget", {"memory_id": 99}))
-        assert "namespace 'proj-a', not 'other'" in _error(await session.call_tool(
-            "forget", {"memory_id": mid, "namespace": "other"}))
+        assert "acts for the project the client works in ('proj-a'); namespace 'other' is not it" in _error(
+            await session.call_tool("forget", {"memory_id": mid, "namespace": "other"}))
         assert "unknown" in _error(await session.call_tool("correct", {"memory_id": mid, "fix": "x", "actor": "me"}))
         fixed = _payload(await session.call_tool("correct", {"memory_id": mid, "fix": "uv run pytest",
                                                              "reason": "the project moved to uv"}))
@@ -396,8 +421,9 @@ TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"     # a GitHub token's s
 
 def test_a_forks_fix_never_reaches_the_victims_server(tmp_path):
     """The issue's attack on one shared store: an agent of ``some-fork`` records a piped install script
-    as the fix; ``victim``'s server (bound to its own project, the default: the folder it runs in)
-    never sees it, and cannot write into or forget from ``some-fork``."""
+    as the fix; ``victim``'s server bound to its own project never sees it, and cannot write into or
+    forget from ``some-fork``. A user's own store (no binding, the README's) shows it to another project
+    only as an ask, labelled with its project and its warning, never injected."""
     store = tmp_path / "shared.db"
     attack = {"query_id": "fork/tests", "task": "run the tests", "namespace": "some-fork",
               "attempts": [{"command": "python3 -m pytest", "outcome": "failed", "error": LOG},
@@ -420,12 +446,8 @@ def test_a_forks_fix_never_reaches_the_victims_server(tmp_path):
     evil_id = anyio.run(_session_run, store, fork, ("--namespace", "some-fork"))
     victim_dir = tmp_path / "victim"
     victim_dir.mkdir()
-    cwd = os.getcwd()
-    os.chdir(victim_dir)       # the server runs in the victim's project: its default namespace
-    try:
-        got, other, written, forgot = anyio.run(_session_run, store, victim, ())
-    finally:
-        os.chdir(cwd)
+    got, other, written, forgot = anyio.run(functools.partial(_session_run, store, victim, ("--namespace", "victim"),
+                                                              cwd=victim_dir))
     assert evil_id not in [c["id"] for c in got["candidates"]] and "evil.example" not in json.dumps(got)
     assert "namespace 'some-fork' is outside this memory's namespaces (victim)" in other
     assert "record: namespace 'some-fork' is outside" in written and "forget: namespace 'some-fork' is outside" in forgot
@@ -438,9 +460,28 @@ def test_a_forks_fix_never_reaches_the_victims_server(tmp_path):
         return abroad, home
 
     abroad, home = anyio.run(_session_run, store, both, ("--namespace", "victim", "--namespace", "some-fork"))
-    assert evil_id not in [c["id"] for c in abroad["candidates"]]
+    assert evil_id not in abroad["memory_ids"] and "evil.example" not in abroad["text"]
+    assert [c["ask_only"] for c in abroad["candidates"] if c["id"] == evil_id] in ([], [True])
+    if abroad["ask"] is not None:
+        _asked_as_foreign(abroad["ask"], evil_id, "some-fork")
     assert [c["unverified"] for c in home["candidates"] if c["id"] == evil_id] == [True]
     assert "evil.example" not in home["text"] or "unverified: recorded by an agent" in home["text"]
+
+    async def users_own(session):
+        return _payload(await session.call_tool("recall", {"query_id": "own", "failure": failure}))
+
+    own = anyio.run(functools.partial(_session_run, store, users_own, (), cwd=victim_dir))
+    assert own["namespace"] == "victim" and evil_id not in own["memory_ids"] and "evil.example" not in own["text"]
+    assert [c["ask_only"] for c in own["candidates"] if c["id"] == evil_id] == [True]
+    if own["ask"] is not None:
+        _asked_as_foreign(own["ask"], evil_id, "some-fork")
+
+
+def _asked_as_foreign(ask: dict, memory_id: int, project: str) -> None:
+    """An ask about another project's memory not yet trusted here: it says whose it is, and its warning."""
+    assert ask["memory_id"] == memory_id and ask["other_project"] is True and ask["namespace"] == project
+    assert ask["check"].startswith(f"From another project ({project}), not verified in this one.")
+    assert ask["warning"] == "Warning: this fix pipes a download into a shell; uses sudo. Read it before running it."
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -503,7 +544,9 @@ def test_the_done_when_session_over_a_bound_server(tmp_path, transport):
     run = _session_run if transport == "stdio" else _http_session_run
     bound = ("--namespace", "proj-a", "--namespace", "proj-b")
     mid, before, self_confirmed = anyio.run(run, tmp_path / "m.db", first, bound)
-    assert mid not in [c["id"] for c in self_confirmed["candidates"]]         # its own project's word: not abroad
+    for got in (before, self_confirmed):     # its own project's word: asked about at most, never injected
+        assert mid not in got["memory_ids"] and [c["ask_only"] for c in got["candidates"] if c["id"] == mid] == [True]
+        assert got["ask"] is None or (got["ask"]["memory_id"], got["ask"]["other_project"]) == (mid, True)
     from repairmem import Memory
     with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as owner:
         owner.trust(mid, actor="store-owner", reason="read the fix")
@@ -513,6 +556,52 @@ def test_the_done_when_session_over_a_bound_server(tmp_path, transport):
     stored = b"".join(f.read_bytes() for f in tmp_path.rglob("*") if f.is_file())     # store, WAL, audit, index
     assert TOKEN.encode() not in stored and b"github.com/acme/proj-a.git" in stored
     assert all("proj-c" in e for e in foreign), foreign
-    assert mid not in [c["id"] for c in before["candidates"]]                 # not before it is trusted abroad
+    assert mid not in before["memory_ids"]                                    # not before it is trusted abroad
     assert home_rate < away_rate                                              # proj-b's report stays in proj-b
     assert forgot == {"forgotten": [mid]} and mid not in [c["id"] for c in after["candidates"]]
+
+
+def test_a_users_store_serves_every_project_each_call_in_the_clients_root(tmp_path):
+    """The README's configuration (one command line for every project) over one store: a fix learned in
+    proj-b is a candidate in proj-a, named by the client's root, asked about (labelled) until a check in
+    proj-a verifies it, then injected there naming its project. No call can act for another project:
+    naming one is refused, so proj-b's agent cannot vouch for its own memory from "proj-a"."""
+    store = tmp_path / "m.db"
+    b_root, a_root = tmp_path / "work" / "proj-b", tmp_path / "work" / "proj-a"
+    b_root.mkdir(parents=True)
+    a_root.mkdir()
+    elsewhere = _project_dir("server-folder")      # where the client started the server: not the project
+
+    async def in_b(session):
+        recorded = _payload(await session.call_tool("record", {**EPISODE, "namespace": None, "verified": True}))
+        spoof = _error(await session.call_tool("recall", {"query_id": "x", "namespace": "proj-a", "failure": FAILURE}))
+        stats = _payload(await session.call_tool("stats", {}))
+        return recorded, spoof, stats
+
+    async def in_a(session):
+        first = _payload(await session.call_tool("recall", {"query_id": "a/0", "failure": FAILURE}))
+        _payload(await session.call_tool("feedback", {"recall_id": first["recall_id"], "verified": True,
+                                                      "confirmed": first["ask"] is not None}))
+        later = []
+        for i in range(1, 6):
+            got = _payload(await session.call_tool("recall", {"query_id": f"a/{i}", "failure": FAILURE}))
+            later.append(got)
+            if got["inject"]:
+                break
+            _payload(await session.call_tool("feedback", {"recall_id": got["recall_id"], "verified": True,
+                                                          "confirmed": got["ask"] is not None}))
+        return first, later[-1]
+
+    recorded, spoof, stats = anyio.run(functools.partial(_session_run, store, in_b, cwd=elsewhere, roots=[b_root]))
+    assert stats["project"] == "proj-b" and stats["reads"] == "every namespace" and stats["trust_abroad"] is True
+    assert "acts for the project the client works in ('proj-b'); namespace 'proj-a' is not it" in spoof
+    first, later = anyio.run(functools.partial(_session_run, store, in_a, cwd=elsewhere, roots=[a_root]))
+    mid = recorded["memory_id"]
+    assert first["namespace"] == "proj-a" and not first["inject"] and first["ask"]["memory_id"] == mid, first
+    assert first["ask"]["other_project"] is True and first["ask"]["namespace"] == "proj-b"
+    assert later["inject"] and later["memory_ids"] == [mid] and "from project proj-b" in later["text"], later
+
+    async def no_roots(session):     # a client without roots: the folder the server started in
+        return _payload(await session.call_tool("stats", {}))["project"]
+
+    assert anyio.run(functools.partial(_session_run, store, no_roots, cwd=elsewhere)) == "server-folder"

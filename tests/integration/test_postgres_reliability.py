@@ -89,7 +89,7 @@ def test_a_restarted_server_under_a_running_mcp_server(tmp_path):
 
         params = StdioServerParameters(command=sys.executable, env=dict(os.environ),
                                        args=["-m", "repairmem", "mcp", "--store", url, "--encoder", "hashing",
-                                             "--state", str(tmp_path / "agent" / "gate"), "--namespace", "*"])
+                                             "--state", str(tmp_path / "agent" / "gate"), "--namespace", "proj-a"])
 
         async def run():
             with anyio.fail_after(240):

@@ -114,13 +114,23 @@ def _symptom(memory: MemoryVariant) -> str:
     return lines[-1] if lines else memory.question
 
 
-def _fix(memory: MemoryVariant) -> str:
-    """The fix's line: 'Verified fix: ...', or with the unverified mark for a memory no check confirmed."""
-    return f"Fix ({UNVERIFIED}): {memory.after}" if memory.unverified else f"Verified fix: {memory.after}"
+def _origin(memory: MemoryVariant, home: str | None) -> str:
+    """'from project B' for a memory of another namespace than ``home`` (None: no label, as in a benchmark)."""
+    return f"from project {memory.namespace}" if home is not None and memory.namespace != home else ""
 
 
-def _mark(memory: MemoryVariant) -> str:
-    return f"({UNVERIFIED}) " if memory.unverified else ""
+def _fix(memory: MemoryVariant, home: str | None = None) -> str:
+    """The fix's line: 'Verified fix: ...', or with the unverified mark for a memory no check confirmed;
+    a memory of another project says which."""
+    origin = _origin(memory, home)
+    if memory.unverified:
+        return f"Fix ({UNVERIFIED}{', ' + origin if origin else ''}): {memory.after}"
+    return f"Verified fix{' (' + origin + ')' if origin else ''}: {memory.after}"
+
+
+def _mark(memory: MemoryVariant, home: str | None = None) -> str:
+    marks = [m for m in (UNVERIFIED if memory.unverified else "", _origin(memory, home)) if m]
+    return f"({', '.join(marks)}) " if marks else ""
 
 
 # a download piped or substituted into a shell: curl ... | sh, wget -O- ... | sudo bash, sh -c "$(curl ...)",
@@ -210,53 +220,55 @@ def _warned(memory: MemoryVariant) -> str:
     return f"\n{line}" if line else ""
 
 
-def render_resolution(memory: MemoryVariant, index: int = 1) -> str:
+def render_resolution(memory: MemoryVariant, index: int = 1, home: str | None = None) -> str:
     body = (f"Symptom: {_symptom(memory)}\n"
             f"Root cause: {memory.failure_type} / {_root(memory)}\n"
-            f"{_fix(memory)}{_warned(memory)}")
+            f"{_fix(memory, home)}{_warned(memory)}")
     return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
 
-def render_summary(memories: Sequence[MemoryVariant]) -> str:
-    lines = [f"- #{m.id} [{m.failure_type} / {_root(m)}] {_mark(m)}{m.after}"
+def render_summary(memories: Sequence[MemoryVariant], home: str | None = None) -> str:
+    lines = [f"- #{m.id} [{m.failure_type} / {_root(m)}] {_mark(m, home)}{m.after}"
              + (f"\n  {warning(m)}" if warning(m) else "") for m in memories]
     body = "Earlier fixes of similar failures (check the root cause before using one):\n" + "\n".join(lines)
     return f"<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>"
 
 
-def render_hint(memory: MemoryVariant) -> str:
-    body = (f"Hint: {_mark(memory)}{memory.after} (applies only when the cause is {memory.failure_type} / "
+def render_hint(memory: MemoryVariant, home: str | None = None) -> str:
+    body = (f"Hint: {_mark(memory, home)}{memory.after} (applies only when the cause is {memory.failure_type} / "
             f"{_root(memory)}){_warned(memory)}")
     return f"<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>"
 
 
-def render_trace(memory: MemoryVariant, index: int) -> str:
+def render_trace(memory: MemoryVariant, index: int, home: str | None = None) -> str:
     body = (f"Source task: {memory.question}\n"
             f"Root cause: {memory.failure_type} / {_root(memory)}\n"
             f"Failure context:\n{memory.failure_context}\n"
             f"Failed command: {memory.before}\n"
-            f"{_fix(memory)}{_warned(memory)}"
+            f"{_fix(memory, home)}{_warned(memory)}"
             + (f"\nObserved error: {memory.error}" if memory.error else ""))
     return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
 
-def render(action: Action | str, memories: Sequence[MemoryVariant], *, note: str = "") -> Payload:
+def render(action: Action | str, memories: Sequence[MemoryVariant], *, note: str = "",
+           home: str | None = None) -> Payload:
     """The payload of ``action`` over the candidate ``memories`` in the gate's order (the lead first;
-    see ``features.FeatureExtractor.ordered``; a static baseline passes the retrieval order)."""
+    see ``features.FeatureExtractor.ordered``; a static baseline passes the retrieval order). ``home``:
+    the querying project, when memories of other projects must say where they come from."""
     action = Action.parse(action)
     if action not in INJECTING or not memories:
         if action is Action.ASK_FEEDBACK and memories and not note:
             m = memories[0]
             note = untrusted(f"Is this the same cause as memory #{m.id} ({m.failure_type} / {_root(m)}), "
-                             f"whose fix was: {_mark(m)}{m.after}?" + (f" {warning(m)}" if warning(m) else ""))
+                             f"whose fix was: {_mark(m, home)}{m.after}?" + (f" {warning(m)}" if warning(m) else ""))
         return Payload(action, "", 0, (), note or ("no candidates" if action in INJECTING else ""))
     chosen = list(memories[:PAYLOAD_K[action]])
     if action is Action.TOP1_RESOLUTION:
-        text = render_resolution(chosen[0])
+        text = render_resolution(chosen[0], home=home)
     elif action is Action.TOP3_SUMMARY:
-        text = render_summary(chosen)
+        text = render_summary(chosen, home)
     elif action is Action.HIGH_PRECISION:
-        text = render_hint(chosen[0])
+        text = render_hint(chosen[0], home)
     else:
-        text = "\n".join(render_trace(m, i + 1) for i, m in enumerate(chosen))
+        text = "\n".join(render_trace(m, i + 1, home) for i, m in enumerate(chosen))
     return Payload(action, text, estimate_tokens(text), tuple(int(m.id) for m in chosen if m.id is not None), note)

@@ -146,6 +146,16 @@ def _score(candidate) -> float:
     return float(candidate[1] if isinstance(candidate, tuple) else candidate.score)
 
 
+def _undominated(candidates: Sequence, ask_only: frozenset[int]) -> list:
+    """``candidates`` without the ask-only ones that a verified candidate outscores: a memory that is
+    only asked about is never put before one a check confirmed (issue 43: the ask led with the worst)."""
+    if not ask_only:
+        return list(candidates)
+    verified = [_score(c) for c in candidates if _memory(c).id not in ask_only and not _memory(c).unverified]
+    best = max(verified, default=-math.inf)
+    return [c for c in candidates if _memory(c).id not in ask_only or _score(c) >= best]
+
+
 class Gate:
     """One agent's memory gate: a policy, an optional audit log, the reward weights and a ledger."""
 
@@ -172,7 +182,8 @@ class Gate:
 
     def decide(self, profile: QueryProfile, candidates: Sequence, *, session: str = "",
                confirm: Confirm | None = None, truth: Sequence[float] | None = None,
-               inject: Callable[[Payload], int] | None = None, namespace: str = "") -> GateResult:
+               inject: Callable[[Payload], int] | None = None, namespace: str = "",
+               ask_only: frozenset[int] = frozenset(), home: str | None = None) -> GateResult:
         """Decide for ``profile`` over ``candidates`` (retrieval order); build and record the payload.
 
         ``session``: the episode the call belongs to (its rejections so far enter the features).
@@ -182,7 +193,13 @@ class Gate:
         another process charges the same cost (default: the payload's own tokens).
         ``namespace``: where the query comes from: the memories' counters are read as that namespace's
         (``StoreLedger.scoped``) and its feedback counts there too (the audit keeps it).
+        ``ask_only``: candidates the gate may ask about but never inject (another project's memories not
+        yet trusted abroad: docs/design.md, "Trust and tenancy"): one that a verified candidate outscores
+        is dropped, a lead among them turns an injecting action into ``ask_feedback`` (answered by the
+        agent, never by ``confirm``), and no injection carries one. ``home``: the querying project, so
+        that what is rendered names the project of a memory from another.
         """
+        candidates = _undominated(candidates, ask_only)
         if self.durable and self.audit.policy_updates() != self._updates:   # another process learned
             self.policy, self._updates = self.audit.policy_state()
         profile = replace(profile, session_rejections=self.sessions.get(session, 0))
@@ -194,10 +211,19 @@ class Gate:
         order = (list(candidates) if self.policy.ordering == "retrieval"
                  else self.extractor.ordered(profile, candidates))
         memories = [_memory(c) for c in order]
-        payload, resolution = render(decision.action, memories), ""
+        reason = None
+        if memories and memories[0].id in ask_only and decision.injects:
+            decision = decision._replace(index=ACTIONS.index(Action.ASK_FEEDBACK), propensity=1.0)
+            reason = (f"memory #{memories[0].id} comes from project {memories[0].namespace} and has not been "
+                      "verified outside it: it can only be asked about")
+        elif memories and memories[0].id not in ask_only:
+            memories = [m for m in memories if m.id not in ask_only]
+        payload, resolution = render(decision.action, memories, home=home), ""
+        if reason is not None:
+            payload = replace(payload, note=reason)
         if decision.action is Action.ASK_FEEDBACK and memories:
             lead = memories[0]
-            answer = confirm(lead) if confirm is not None else None
+            answer = confirm(lead) if confirm is not None and lead.id not in ask_only else None
             resolution = "unanswered" if answer is None else "confirmed" if answer else "declined"
             if resolution == "confirmed":
                 text = render_resolution(lead)
@@ -217,7 +243,7 @@ class Gate:
                                                      candidates=[(_memory(c).id, _score(c)) for c in candidates],
                                                      payload=payload, session=session, resolution=resolution,
                                                      lead_id=lead_id, injected_tokens=injected_tokens,
-                                                     namespace=namespace)
+                                                     namespace=namespace, reason=reason)
         return GateResult(decision_id, decision, payload, tuple(candidates), session, resolution, lead_id,
                           tokens=injected_tokens, namespace=namespace)
 

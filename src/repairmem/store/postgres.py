@@ -458,7 +458,7 @@ def _reconnecting(method, *, retry: bool):
 for _name, _retry in (("finalize", True), ("import_variants", False), ("record_feedback", False),
                       ("forget", False), ("correct", False), ("trust", False), ("history", True),
                       ("lifecycle_mark", True), ("lifecycle_since", True),
-                      ("namespace_counters", True),
+                      ("namespace_counters", True), ("trusted_abroad", True),
                       ("put_vectors", True), ("vectors", True), ("variant_ids", True), ("eligible_ids", True),
                       ("candidates", True), ("get", True), ("all_variants", True), ("__len__", True),
                       ("max_position", True), ("stats", True), ("integrity_problems", True)):

@@ -69,6 +69,10 @@ class MemoryStore(Protocol):
     def trust(self, variant_id: int, *, actor: str = "", reason: str = "") -> MemoryVariant:
         """A person marks a memory trusted abroad: one ``trust`` row in its history, until a correction."""
 
+    def trusted_abroad(self, ids: Sequence[int]) -> list[int]:
+        """Those of ``ids`` trusted abroad: verified by a check in a namespace other than their home, or
+        marked trusted by a person (``trust``) with no correction since (docs/design.md, "Trust and tenancy")."""
+
     def history(self, variant_id: int) -> list[dict]:
         """Corrections, trust and forgetting of a memory, oldest first (action, namespace, original,
         replacement, actor, reason, at)."""

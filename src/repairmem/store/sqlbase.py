@@ -265,7 +265,7 @@ class SQLStoreBase:
             out.setdefault(int(row[0]), {})[row[1]] = Counters(*(int(v) for v in row[2:]))
         return out
 
-    def _reused(self, ids: list[int]) -> list[int]:
+    def trusted_abroad(self, ids: list[int]) -> list[int]:
         """Those of ``ids`` trusted abroad (docs/design.md, "Trust and tenancy"): verified by a check in a
         namespace other than the memory's home (its ``namespace_counters`` there: ``verified`` > 0), or
         marked trusted by a person (a ``trust`` row in ``lifecycle`` with no correction after it). The

@@ -231,7 +231,7 @@ class SQLiteMemoryStore(SQLStoreBase):
     history = _guarded(SQLStoreBase.history)
     lifecycle_mark = _guarded(SQLStoreBase.lifecycle_mark)
     lifecycle_since = _guarded(SQLStoreBase.lifecycle_since)
-    _reused = _guarded(SQLStoreBase._reused)
+    trusted_abroad = _guarded(SQLStoreBase.trusted_abroad)
     namespace_counters = _guarded(SQLStoreBase.namespace_counters)
     import_variants = _guarded(SQLStoreBase.import_variants)
     record_feedback = _guarded(SQLStoreBase.record_feedback)
@@ -379,10 +379,10 @@ class SQLiteMemoryStore(SQLStoreBase):
         if own:     # the query's own memories, by mirror row (np.isin sorted the whole pool: 0.4 ms at 100k)
             mask[own] = False
         ids = np.compress(mask, cols["ids"])   # 6x faster than cols["ids"][mask] on a random mask
-        if reused_abroad and len(ids):         # another namespace's memory only once trusted abroad (``_reused``)
+        if reused_abroad and len(ids):         # another namespace's memory only once trusted abroad (``trusted_abroad``)
             abroad = np.compress(mask, cols["namespace"]) != ns_code
             if abroad.any():
-                ids = ids[~abroad | np.isin(ids, self._reused(ids[abroad].tolist()))]
+                ids = ids[~abroad | np.isin(ids, self.trusted_abroad(ids[abroad].tolist()))]
         return ids
 
     def candidates(self, *, position: int, query_id: str, namespace: str, scope: Scope = Scope.GLOBAL,
