@@ -130,6 +130,11 @@ def decision_reason(decision: Decision, payload: Payload) -> str:
             f"{ACTIONS[best].value} ({scores[best]:.3g})" + (f"; {payload.note}" if payload.note else ""))
 
 
+def unguessable_id(prefix: str, n: int) -> str:
+    """``<prefix><n>-<96 random bits>``: readable in order, and only its holder can use it (module doc)."""
+    return f"{prefix}{n}-{secrets.token_urlsafe(12)}"
+
+
 def _refuse_emptied(path: str) -> None:
     """``CorruptStateError`` for a 0-byte file at ``path``: a log emptied (truncated, or copied while
     empty) lost its decisions and learned policy, and taking it for a new log would reset them silently."""
@@ -259,7 +264,7 @@ class AuditLog:
         with self._write() as db:
             if decision_id is None:
                 next_id = db.execute("SELECT coalesce(max(id), 0) + 1 FROM decisions").fetchone()[0]
-                decision_id = f"d{next_id}-{secrets.token_urlsafe(12)}"
+                decision_id = unguessable_id("d", next_id)
             elif db.execute("SELECT 1 FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone():
                 raise InvalidInputError(f"{self.path}: decision {decision_id} is already recorded")
             db.execute("INSERT INTO decisions (decision_id, query_id, policy, action, propensity, override, "
