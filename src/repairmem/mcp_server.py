@@ -27,7 +27,7 @@ from typing import Annotated, Any
 from urllib.parse import unquote, urlparse
 
 from . import check, service
-from .addresses import redact
+from .addresses import is_loopback, redact
 from .errors import RepairmemError
 from .untrusted import inert
 
@@ -366,10 +366,6 @@ def _place(verb: str, req, memory, project: str, *, rooted: bool):
 TOKEN_ENV = "REPAIRMEM_MCP_TOKEN"     # a secret on the command line would show in `ps`
 
 
-def _loopback(host: str) -> bool:
-    return host == "localhost" or host == "::1" or host.startswith("127.")
-
-
 def _serve_http(server, *, host: str, port: int, token: str) -> None:
     """The SDK's streamable-HTTP app under uvicorn, behind ``_bearer`` when a token is set."""
     import uvicorn
@@ -377,8 +373,14 @@ def _serve_http(server, *, host: str, port: int, token: str) -> None:
     if not hasattr(server, "streamable_http_app"):
         raise RepairmemError("--transport http needs mcp>=1.8 (streamable HTTP)")
     app = server.streamable_http_app(**({"host": host} if major == 2 else {}))
-    uvicorn.Server(uvicorn.Config(_bearer(app, token) if token else app, host=host, port=port,
-                                  log_level="warning")).run()
+    try:
+        uvicorn.Server(uvicorn.Config(_bearer(app, token) if token else app, host=host, port=port,
+                                      log_level="warning")).run()
+    except SystemExit as exc:     # uvicorn's exit 3: it could not bind (its own line above says why)
+        if exc.code in (0, None):
+            raise
+        raise RepairmemError(f"--host {host} --port {port}: the HTTP server could not start (the port is taken, "
+                             "or the address is not one of this machine's)") from None
 
 
 def _bearer(app, token: str):
@@ -478,7 +480,8 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
     if transport not in ("stdio", "http"):
         raise RepairmemError(f"unknown transport {transport!r}; expected stdio or http")
     token = os.environ.get(TOKEN_ENV, "")
-    if transport == "http" and not token and not _loopback(host):
+    # loopback by the addresses the host resolves to; a malformed host is refused, token or not
+    if transport == "http" and not is_loopback(host) and not token:
         raise RepairmemError(f"--host {host} serves the memory beyond this machine: set {TOKEN_ENV} to a secret "
                              "that every client sends as 'Authorization: Bearer <token>', or serve on 127.0.0.1")
     _server_class()                                       # a missing SDK fails before the store is opened

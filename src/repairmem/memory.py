@@ -32,7 +32,7 @@ from .domains import DEFAULT_DOMAINS, Diagnosis, Domain, SqlFailure, TerminalFai
 from .domains import retrieval_config
 from .errors import InvalidInputError
 from .gate.actions import Action, estimate_tokens, warning
-from .gate.audit import AuditLog
+from .gate.audit import AuditLog, unguessable_id
 from .gate.features import ADDED_FEATURES, QueryProfile
 from .gate.gate import Gate, GateResult, Ledger, StoreLedger, counter_increments, load_gate_state, require_memories
 from .gate.gate import save_gate_state
@@ -377,7 +377,7 @@ class Memory(Lifecycle):
                             **({} if self._gate is not None else {
                                 k: tuple(s for s in getattr(found, k) if s.memory.id not in ask_only)
                                 for k in ("positives", "answers")}))
-        recall_id = f"r{next(self._ids)}"
+        recall_id = unguessable_id("r", next(self._ids))     # a shared server's callers cannot guess it
         if self._gate is None:
             result, action, why = None, "always_inject", "no gate: every retrieved memory is injected"
             shown = self._show(domain, Action.HIGH_RECALL, None, found, situation)

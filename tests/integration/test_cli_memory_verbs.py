@@ -117,11 +117,12 @@ def test_human_lines_without_json(recorded):
     code, out, _ = run("recall", recorded, RECALL, json_out=False)
     assert code == 0
     head, *body = out.splitlines()
-    assert head.startswith("d1: ") and "injected memory #1" in head and "<<<MEMORY 1>>>" in body
-    code, out, _ = run("feedback", recorded, {"recall_id": "d1", "verified": True}, json_out=False)
-    assert code == 0 and out.startswith("d1: feedback recorded, reward")
-    code, out, _ = run("explain", recorded, None, "d1", json_out=False)
-    assert code == 0 and out.startswith("decision d1") and "reward:" in out
+    recall_id = head.partition(": ")[0]
+    assert recall_id.startswith("d1-") and "injected memory #1" in head and "<<<MEMORY 1>>>" in body
+    code, out, _ = run("feedback", recorded, {"recall_id": recall_id, "verified": True}, json_out=False)
+    assert code == 0 and out.startswith(f"{recall_id}: feedback recorded, reward")
+    code, out, _ = run("explain", recorded, None, recall_id, json_out=False)
+    assert code == 0 and out.startswith(f"decision {recall_id}") and "reward:" in out
 
 
 @pytest.mark.parametrize("verb, request_, names", [
@@ -194,7 +195,7 @@ def test_the_readme_cli_lines_run_as_printed_on_a_fresh_store(tmp_path):
     assert done.returncode == 0, done.stderr
     record, recall, feedback, corrected, forgot = [
         json.loads(x) for x in re.findall(r"^\{.*?^\}", done.stdout, re.DOTALL | re.MULTILINE)]
-    assert record["memory_id"] == 1 and recall["recall_id"] == "d1" and recall["inject"] is True, recall["why"]
+    assert record["memory_id"] == 1 and recall["recall_id"].startswith("d1-") and recall["inject"] is True, recall["why"]
     assert feedback["reward"] > 0 and (tmp_path / ".repairmem" / "memory.db").is_file()
     assert corrected["fix"] == "uv run pytest" and forgot == {"forgotten": [1]}
 

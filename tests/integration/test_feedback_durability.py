@@ -134,16 +134,16 @@ def test_feedback_naming_a_memory_the_store_lacks_writes_nothing(tmp_path):
     store, state = _seeded(tmp_path)
     with Memory.open(store, encoder="hashing", state=state) as memory:
         recall = memory.recall(TerminalFailure("python3 -m pytest", LOG, project="proj-b"), query_id="q")
-        assert recall.injected and recall.id == "d1"
+        assert recall.injected and recall.id.startswith("d1-")
     con = sqlite3.connect(f"{state}.audit.db")      # an audit row damaged to name memory 7
     with con:
         con.execute("UPDATE decisions SET payload_ids = '[7]', candidate_ids = '[7]', lead_id = 7")
     con.close()
     with Memory.open(store, encoder="hashing", state=state) as memory:
         with pytest.raises(InvalidInputError, match="7"):
-            memory.feedback("d1", verified=True, accepted=True)
+            memory.feedback(recall.id, verified=True, accepted=True)
     with AuditLog(f"{state}.audit.db", create=False) as audit:
-        assert audit.get("d1")["reward"] is None and audit.policy_updates() == 0
+        assert audit.get(recall.id)["reward"] is None and audit.policy_updates() == 0
     assert _uses(store) == 0
 
 

@@ -59,7 +59,9 @@ def test_the_ope_audit_log_explains_its_decisions(bench):
     out, _, res = bench
     assert res["ope"]["logged"] == SMOKE.ope_events
     buf = io.StringIO()
-    assert gate_explain_main("d1", audit_path=str(out / "ope_audit.db"), json_out=True, stdout=buf) == 0
+    with AuditLog(out / "ope_audit.db", create=False) as log:
+        first = next(log.decisions())["decision_id"]
+    assert gate_explain_main(first, audit_path=str(out / "ope_audit.db"), json_out=True, stdout=buf) == 0
     info = json.loads(buf.getvalue())
     assert info["policy"] == "uniform_logger" and info["reward"]["source"] == "replay"
 
@@ -114,7 +116,7 @@ def test_gate_end_to_end_over_the_store(world, tmp_path):
     memory = Memory(world.store, world.index, policy=policy, retrieval=world.retrieval, audit=audit)
     case = next(c for c in world.canonical() if not c.cue_dropped)
     recall = memory.recall(_failure(case), query_id=case.case_id, position=10**6)
-    assert recall.id == "d1" and audit.get("d1")["query_id"] == case.case_id
+    assert recall.id.startswith("d1-") and audit.get(recall.id)["query_id"] == case.case_id
     if recall.injected:
         mid = recall.memory_ids[0]
         before = world.store.get([mid])[0].counters
@@ -126,7 +128,7 @@ def test_gate_end_to_end_over_the_store(world, tmp_path):
         with pytest.raises(InvalidInputError, match="never happened"):
             memory.feedback(recall.id, verified=True, accepted=True)
         memory.feedback(recall.id)
-    assert audit.get("d1")["reward"] is not None
+    assert audit.get(recall.id)["reward"] is not None
     hard = world.hard_negatives()[0]
     hard_recall = memory.recall(_failure(hard), query_id=hard.case_id, position=10**6)
     assert not hard_recall.injected and hard_recall.text == ""

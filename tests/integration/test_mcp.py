@@ -181,15 +181,17 @@ def test_the_mcp_road_is_as_strict_as_the_cli(tmp_path):
     async def body(session):
         _payload(await session.call_tool("record", EPISODE))
         got = _payload(await session.call_tool("recall", {"query_id": "proj-b/tests", "failure": FAILURE}))
-        assert got["recall_id"] == "d1"
-        spoofed = {"recall_id": "d1", "success": True, "source": "verifier"}      # the MCP road's source is mcp
-        return [(message, _error(await session.call_tool(verb, arguments))) for verb, arguments, message in
-                [*STRICT, ("feedback", spoofed, "feedback: unknown field source")]]
+        assert got["recall_id"].startswith("d1-")
+        spoofed = {"recall_id": got["recall_id"], "success": True, "source": "verifier"}   # the MCP road's is mcp
+        return got["recall_id"], [(message, _error(await session.call_tool(verb, arguments)))
+                                  for verb, arguments, message in
+                                  [*STRICT, ("feedback", spoofed, "feedback: unknown field source")]]
 
-    for message, error in anyio.run(_session_run, store, body):
+    recall_id, errors = anyio.run(_session_run, store, body)
+    for message, error in errors:
         assert error.startswith(message), (message, error)
     with AuditLog(tmp_path / "memory.db.audit.db", create=False) as log:
-        assert log.get("d1")["reward"] is None                   # nothing refused was rewarded
+        assert log.get(recall_id)["reward"] is None              # nothing refused was rewarded
 
 
 def test_a_line_the_sdk_cannot_parse_gets_a_json_rpc_error_reply_and_the_server_goes_on(tmp_path):

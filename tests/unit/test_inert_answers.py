@@ -130,7 +130,8 @@ def test_no_answer_on_either_road_holds_a_raw_turn_marker_or_control_character(n
                     assert "must be a label" in str(exc), exc
             answers.append(service.call(memory, "explain", {"recall_id": answers[-1]["recall_id"]}))
             answers.append(service.call(memory, "stats", {}))
-        for args, stdin in ((("record",), record), (("recall",), recall), (("explain", "d1"), None)):   # the CLI road
+        for args, stdin in ((("record",), record), (("recall",), recall), (("explain",), None)):   # the CLI road
+            args = (*args, answers[-1]["recall_id"]) if args == ("explain",) else args     # the recall just made
             code, out, _ = run_cli("memory", *args, "--store", path, "--encoder", "hashing", "--json",
                                    stdin=json.dumps(stdin) if stdin else "")
             answers.append(json.loads(out))

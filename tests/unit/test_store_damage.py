@@ -3,6 +3,7 @@ traceback, and nothing half-written. Every damaged file here is built by the tes
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -13,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from repairmem import memory_from_episode
-from repairmem.errors import StoreError
+from repairmem import InvalidInputError, Memory, TerminalFailure, memory_from_episode
+from repairmem.errors import CorruptStateError, StoreError
 from repairmem.gate.actions import Action, Payload
 from repairmem.gate.audit import AuditLog
 from repairmem.gate.policies import RSCBMC
@@ -160,10 +161,12 @@ def test_importing_into_an_immutable_store_is_a_clear_error(tmp_path):
 # -- the gate's audit log ------------------------------------------------------------------------
 
 def sound_audit(path):
+    """A log of two decisions with the sequential ids older logs have (``d1``, ``d2``)."""
     with AuditLog(path) as log:
-        for q in ("q1", "q2"):
+        for n, q in enumerate(("q1", "q2"), start=1):
             d = RSCBMC().decide(x_of(HARD_NEGATIVE))
-            log.record_decision(d, query_id=q, candidates=[(11, 1.1)], payload=Payload(Action(d.action), "", 0, ()))
+            log.record_decision(d, query_id=q, candidates=[(11, 1.1)], payload=Payload(Action(d.action), "", 0, ()),
+                                decision_id=f"d{n}")
     return path
 
 
@@ -199,3 +202,125 @@ def test_a_damaged_audit_log_is_a_clear_error(tmp_path, damage):
     err = cli_error("gate", "explain", "d1", "--audit", path)
     assert str(path) in err["error"] and err["kind"] == "StoreError", err
     assert re.search(message, err["error"]), err
+
+
+# -- damage to the learned policy says so, never resets it (issue 44, item 6) ---------------------
+
+FAILURE = TerminalFailure("python3 -m pytest tests/unit", "/usr/bin/python3: No module named pytest",
+                          task="run the unit tests", project="proj-b")
+
+
+def _learned_twice(tmp_path):
+    """A store and gate state whose audit log has learned from two rewards."""
+    from tests.integration.test_feedback_durability import _seeded
+    store, state = _seeded(tmp_path)
+    with Memory.open(store, encoder="hashing", state=state) as memory:
+        for q in ("q1", "q2"):
+            recall = memory.recall(FAILURE, query_id=q)
+            memory.feedback(recall.id, verified=recall.injected, accepted=recall.injected, success=True)
+        assert memory.policy.t == 2
+    return store, state, tmp_path / "agent" / "gate.audit.db"
+
+
+def _refused_everywhere(store, state, audit, message):
+    """Python, the CLI (``--json``, exit 2) and ``gate explain``: each refuses with ``message``; no byte changes."""
+    before = audit.read_bytes()
+    with pytest.raises(CorruptStateError, match=message):
+        Memory.open(store, encoder="hashing", state=state)
+    recall = '{"query_id": "q3", "failure": {"command": "python3 -m pytest", "log": "No module named pytest"}}'
+    code, out, err = run_cli("memory", "recall", "--store", store, "--state", state, "--encoder", "hashing",
+                             "--json", stdin=recall)
+    assert code == 2 and json.loads(out)["kind"] == "CorruptStateError" and re.search(message, out), (out, err)
+    assert str(audit) in json.loads(out)["error"]
+    assert audit.read_bytes() == before
+
+
+def test_an_emptied_audit_log_is_refused_not_made_a_new_one(tmp_path):
+    store, state, audit = _learned_twice(tmp_path)
+    audit.write_bytes(b"")
+    _refused_everywhere(store, state, audit, "an empty file \\(0 bytes\\).*restore it from a backup")
+    err = cli_error("gate", "explain", "d1", "--audit", audit)
+    assert err["kind"] == "CorruptStateError" and "empty file" in err["error"]
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.25])
+def test_a_truncated_audit_log_is_refused(tmp_path, keep):
+    store, state, audit = _learned_twice(tmp_path)
+    data = audit.read_bytes()
+    audit.write_bytes(data[:int(len(data) * keep) // 4096 * 4096 or 4096])
+    with pytest.raises(StoreError, match=str(audit)):
+        Memory.open(store, encoder="hashing", state=state)
+    code, out, _ = run_cli("memory", "stats", "--store", store, "--state", state, "--json")
+    assert code in (0, 2)       # stats need not read the audit log; if it does, a clear error
+
+
+def test_a_deleted_policy_row_is_refused_not_reset(tmp_path):
+    store, state, audit = _learned_twice(tmp_path)
+    edit_sqlite(audit, "DELETE FROM policy_state")
+    _refused_everywhere(store, state, audit, "learned policy \\(its policy_state row\\) is missing.*nothing was reset")
+
+
+def test_an_older_log_is_marked_as_keeping_its_policy_when_opened(tmp_path):
+    store, state, audit = _learned_twice(tmp_path)
+    edit_sqlite(audit, "DELETE FROM meta WHERE key = 'policy_kept'")       # as a log before issue 44 was
+    with Memory.open(store, encoder="hashing", state=state) as memory:
+        assert memory.policy.t == 2
+    edit_sqlite(audit, "DELETE FROM policy_state")
+    with pytest.raises(CorruptStateError, match="policy_state row\\) is missing"):
+        Memory.open(store, encoder="hashing", state=state)
+
+
+def test_a_policy_row_deleted_while_a_gate_runs_is_refused(tmp_path):
+    store, state, audit = _learned_twice(tmp_path)
+    with Memory.open(store, encoder="hashing", state=state) as memory:
+        edit_sqlite(audit, "DELETE FROM policy_state")
+        with pytest.raises(CorruptStateError, match="policy_state row\\) is missing"):
+            memory.recall(FAILURE, query_id="q3")
+
+
+def test_feedback_after_a_failed_store_write_says_what_was_committed(tmp_path, monkeypatch):
+    """The reward commits in the audit log; the store then refuses its counters (a full disk): the answer
+    says the reward was committed and the counters are owed; they arrive at the next open, once."""
+    from repairmem.sqlite_wal import store_error
+    from repairmem.store.sqlite import SQLiteMemoryStore
+    from tests.integration.test_feedback_durability import _seeded
+    store, state = _seeded(tmp_path)
+    with Memory.open(store, encoder="hashing", state=state) as memory:
+        recall = memory.recall(FAILURE, query_id="q1")
+        assert recall.injected
+
+        def full(self, *args, **kw):
+            raise store_error(self.path, "memory store", sqlite3.OperationalError("database or disk is full"))
+        monkeypatch.setattr(SQLiteMemoryStore, "record_feedback", full)
+        with pytest.raises(StoreError) as err:
+            memory.feedback(recall.id, verified=True, accepted=True)
+        message = str(err.value)
+        assert "the reward (" in message and "was committed in the audit log" in message, message
+        assert "do not send this feedback again" in message and "nothing was written" not in message
+        monkeypatch.undo()
+        with pytest.raises(InvalidInputError, match="already has its feedback"):
+            memory.feedback(recall.id, verified=True, accepted=True)
+    with Memory.open(store, encoder="hashing", state=state) as memory:     # the owed counters arrive
+        assert memory.get([1])[0].counters.uses == 1 and memory.policy.t == 1
+
+
+def test_the_cli_answer_after_a_failed_store_write_is_exit_2_and_truthful(tmp_path, monkeypatch):
+    from repairmem.sqlite_wal import store_error
+    from repairmem.store.sqlite import SQLiteMemoryStore
+    from tests.integration.test_feedback_durability import _seeded
+    store, state = _seeded(tmp_path)
+    with Memory.open(store, encoder="hashing", state=state) as memory:
+        recall = memory.recall(FAILURE, query_id="q1")
+    monkeypatch.setattr(SQLiteMemoryStore, "record_feedback", lambda self, *a, **kw: (_ for _ in ()).throw(
+        store_error(self.path, "memory store", sqlite3.OperationalError("database or disk is full"))))
+    err = cli_error("memory", "feedback", "--store", store, "--state", state, "--encoder", "hashing",
+                    "--input", _request(tmp_path, {"recall_id": recall.id, "verified": True}))
+    assert err["kind"] == "StoreError" and "was committed" in err["error"] and "nothing was written" not in err["error"]
+    with AuditLog(tmp_path / "agent" / "gate.audit.db", create=False) as log:
+        assert log.get(recall.id)["reward"] is not None and log.pending_counters()
+
+
+def _request(tmp_path, obj) -> str:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(obj))
+    return str(path)

@@ -10,12 +10,24 @@ answered (``explain``), and off-policy estimators can read the log (``logged``).
 Writes are one ``BEGIN IMMEDIATE`` transaction each (one per decision, one per reward) and
 everything is validated before the transaction starts: bad input leaves nothing behind. A reward
 for an unknown decision id, or a second reward for the same decision, is an error.
+
+A decision id (``d<row>-<random>``) is unguessable: a recall id over a shared server (MCP over HTTP)
+is its caller's capability, so another client cannot ``explain`` or reward it. Older logs' ``d<row>``
+ids load and take feedback as before.
+
+Damage says so, never resets: a 0-byte file where a log was is refused (``CorruptStateError``) rather
+than made a new log, and once a log has kept a learned policy (``meta.policy_kept``) a missing
+``policy_state`` row is refused too. Restoring the policy from the rewards was not chosen: a replay
+cannot know the seed, the parameters or the rewards that were not learned from, so it would be a
+different policy presented as the learned one.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import secrets
 import sys
 import uuid
 from pathlib import Path
@@ -26,7 +38,7 @@ from ..sqlite_wal import (
     write_transaction,
 )
 from ..check import check_int, check_number, parse_json
-from ..errors import InvalidInputError, StoreError
+from ..errors import CorruptStateError, InvalidInputError, StoreError
 from ..untrusted import printable
 from .actions import ACTIONS, INJECTING, Action, Payload
 from .features import FEATURE_NAMES, validate
@@ -118,6 +130,23 @@ def decision_reason(decision: Decision, payload: Payload) -> str:
             f"{ACTIONS[best].value} ({scores[best]:.3g})" + (f"; {payload.note}" if payload.note else ""))
 
 
+def unguessable_id(prefix: str, n: int) -> str:
+    """``<prefix><n>-<96 random bits>``: readable in order, and only its holder can use it (module doc)."""
+    return f"{prefix}{n}-{secrets.token_urlsafe(12)}"
+
+
+def _refuse_emptied(path: str) -> None:
+    """``CorruptStateError`` for a 0-byte file at ``path``: a log emptied (truncated, or copied while
+    empty) lost its decisions and learned policy, and taking it for a new log would reset them silently."""
+    try:
+        empty = path != ":memory:" and os.path.isfile(path) and os.path.getsize(path) == 0
+    except OSError:
+        return        # connect_wal names a path the OS refuses
+    if empty:
+        raise CorruptStateError(f"{path}: the gate audit log is an empty file (0 bytes): its decisions and learned "
+                                "policy are gone; restore it from a backup, or delete it to start a new log")
+
+
 class AuditLog:
     """Decisions and rewards of the gate in one SQLite file (``":memory:"`` for a throwaway log).
 
@@ -128,6 +157,7 @@ class AuditLog:
     def __init__(self, path: str | Path, *, create: bool = True, busy_timeout_s: float = 60.0) -> None:
         self.path = str(path)
         self.read_only = not create
+        _refuse_emptied(self.path)
         self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="gate audit log",
                                application_id=APPLICATION_ID, read_only=self.read_only)
         prepare_or_close(self._db, self.path, _WHAT,
@@ -193,7 +223,7 @@ class AuditLog:
                         payload: Payload, decision_id: str | None = None, reason: str | None = None,
                         session: str = "", resolution: str = "", lead_id: int | None = None,
                         injected_tokens: int | None = None, namespace: str = "") -> str:
-        """Store one decision (one transaction); return its id (``d<row>`` unless given)."""
+        """Store one decision (one transaction); return its id (``d<row>-<random>`` unless given: module doc)."""
         if not isinstance(decision, Decision):
             raise InvalidInputError(f"record_decision needs a Decision, got {type(decision).__name__}")
         action = Action.parse(decision.index)
@@ -234,7 +264,7 @@ class AuditLog:
         with self._write() as db:
             if decision_id is None:
                 next_id = db.execute("SELECT coalesce(max(id), 0) + 1 FROM decisions").fetchone()[0]
-                decision_id = f"d{next_id}"
+                decision_id = unguessable_id("d", next_id)
             elif db.execute("SELECT 1 FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone():
                 raise InvalidInputError(f"{self.path}: decision {decision_id} is already recorded")
             db.execute("INSERT INTO decisions (decision_id, query_id, policy, action, propensity, override, "
@@ -293,6 +323,7 @@ class AuditLog:
     def _policy(self, db, *, must: bool = False) -> tuple[Policy, int] | None:
         row = db.execute("SELECT body, updates FROM policy_state").fetchone() if self.version >= 4 else None
         if row is None:
+            self._check_policy_kept(db)
             if must:
                 raise StoreError(f"{self.path}: the gate audit log keeps no policy state to learn into; "
                                  "open it through Memory.open (which keeps one)")
@@ -304,6 +335,12 @@ class AuditLog:
             raise StoreError(f"{self.path}: the policy state is damaged ({exc}); restore the audit log "
                              "from a backup") from None
 
+    def _check_policy_kept(self, db) -> None:
+        """``CorruptStateError`` when the log has kept a learned policy whose row is gone (module doc)."""
+        if self.version >= 4 and db.execute("SELECT 1 FROM meta WHERE key = 'policy_kept'").fetchone():
+            raise CorruptStateError(f"{self.path}: the gate audit log's learned policy (its policy_state row) is "
+                                    "missing: the file is damaged; restore it from a backup (nothing was reset)")
+
     @_guarded
     def policy_state(self) -> tuple[Policy, int] | None:
         """(the policy the log has learned, how many updates made it); None before ``keep_policy``."""
@@ -313,14 +350,17 @@ class AuditLog:
     def policy_updates(self) -> int:
         """How many updates the kept policy has had (-1: none kept): whether another process learned."""
         row = self._db.execute("SELECT updates FROM policy_state").fetchone() if self.version >= 4 else None
+        if row is None:
+            self._check_policy_kept(self._db)
         return -1 if row is None else int(row[0])
 
     @_guarded
     def keep_policy(self, policy: Policy) -> tuple[Policy, int]:
         """The log's learned policy; ``policy`` becomes it when the log keeps none yet. A log that
-        learned another policy is refused."""
+        learned another policy is refused. Marks the log as keeping one (``policy_kept``, module doc)."""
         with self._write() as db:
             kept = self._policy(db)
+            db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('policy_kept', '1')")
             if kept is None:
                 db.execute("INSERT INTO policy_state (id, body, updates) VALUES (1, ?, 0)",
                            (json.dumps(policy_body(policy)),))

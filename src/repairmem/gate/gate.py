@@ -24,7 +24,7 @@ from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, StoreError
 from ..files import read_checked, write_checked
 from ..types import Counters, MemoryVariant
 from .actions import ACTIONS, Action, Payload, estimate_tokens, render, render_resolution
@@ -328,7 +328,8 @@ class Gate:
         def update(policy: Policy) -> None:
             policy.update(result.decision, r, false_positive=feedback.false_positive)
 
-        self.ledger.check(list(increments), f"feedback: recall {recall_id or result.decision_id!r}")   # before any write
+        where = f"feedback: recall {recall_id or result.decision_id!r}"
+        self.ledger.check(list(increments), where)   # before any write
         if self.durable and result.decision_id is not None:
             learned = self.audit.commit_feedback(result.decision_id, r, source=source, feedback=feedback,
                                                  learn=update if learn else None, counters=increments,
@@ -336,7 +337,10 @@ class Gate:
             if learned is not None:
                 self.policy, self._updates = learned
             given.rewarded = result.rewarded = True
-            self.deliver_counters()
+            try:
+                self.deliver_counters()
+            except StoreError as exc:
+                raise self._after_commit(where, r, exc, owed=True) from None
         else:
             if self.audit is not None and result.decision_id is not None:
                 self.audit.commit_feedback(result.decision_id, r, source=source, feedback=feedback,
@@ -344,13 +348,34 @@ class Gate:
             given.rewarded = result.rewarded = True
             if learn:
                 update(self.policy)
-            for mid, inc in increments.items():
-                self.ledger.add(mid, inc, namespace=result.namespace)
+            counted: list[int] = []
+            try:
+                for mid, inc in increments.items():
+                    self.ledger.add(mid, inc, namespace=result.namespace)
+                    counted.append(mid)
+            except StoreError as exc:
+                raise self._after_commit(where, r, exc, counted=counted,
+                                         missed=[m for m in increments if m not in counted]) from None
         asked = result.decision.action is Action.ASK_FEEDBACK and result.candidates
         if feedback.rejected or feedback.false_positive or (asked and not feedback.accepted
                                                             and result.resolution != "unanswered"):
             self.sessions[result.session] = self.sessions.get(result.session, 0) + 1
         return r
+
+    def _after_commit(self, where: str, r: float, exc: StoreError, *, owed: bool = False,
+                      counted: Sequence[int] = (), missed: Sequence[int] = ()) -> StoreError:
+        """The error of a feedback whose reward was taken before a later write failed: what was committed
+        and what was not, so nobody reads "nothing was written" and sends it again (counted twice)."""
+        kept = f" in the audit log {self.audit.path}" if self.audit is not None else " by this process"
+        if owed:
+            lost = ("its memories' counters may not have reached the memory store; the audit log keeps them "
+                    "and delivers them at the next feedback or open")
+        else:
+            lost = (f"the memory store counted it for memories {list(counted)} and not for {list(missed)}"
+                    if counted else "the memory store did not count it")
+        cause = str(exc).replace("; nothing was written", "")
+        return StoreError(f"{where}: the reward ({r:.4g}) was committed{kept}, but {lost} ({cause}); "
+                          "do not send this feedback again")
 
     def deliver_counters(self) -> None:
         """Give the store the counters committed rewards still owe it (all of them after a kill between

@@ -32,7 +32,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..addresses import postgres_address, redact
+from ..addresses import postgres_address, redact, redact_libpq
 from ..errors import InvalidInputError, StoreError
 from ..sqlite_wal import check_writable
 from ..types import COUNTER_NAMES, MemoryVariant, Provenance
@@ -220,7 +220,8 @@ class PostgresMemoryStore(SQLStoreBase):
         return db
 
     def _masked(self, exc: BaseException) -> str:
-        return redact(str(exc).strip(), address=self._url)
+        """libpq's or the server's words, without any piece of the address's passwords (``redact_libpq``)."""
+        return redact_libpq(str(exc).strip(), address=self._url)
 
     def _reconnect(self) -> None:
         """Replace a lost session, retrying a few times (the server may be restarting); ``StoreError`` after."""
@@ -255,11 +256,13 @@ class PostgresMemoryStore(SQLStoreBase):
                 self._db.execute("SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))", (LOCK_KEY,))
                 yield self._db
         except psycopg.errors.ForeignKeyViolation as exc:
-            raise InvalidInputError(f"{self.path}: {exc.diag.message_detail or exc}") from None
+            raise InvalidInputError(f"{self.path}: {redact_libpq(exc.diag.message_detail or exc, address=self._url)}") \
+                from None
         except psycopg.errors.UniqueViolation as exc:   # only if a writer bypassed the lock
-            raise StoreError(f"{self.path}: concurrent write conflict ({exc.diag.message_detail or exc})") from None
+            raise StoreError(f"{self.path}: concurrent write conflict "
+                             f"({redact_libpq(exc.diag.message_detail or exc, address=self._url)})") from None
         except psycopg.DataError as exc:
-            raise InvalidInputError(f"{self.path}: value not storable in PostgreSQL ({str(exc).strip()})") from None
+            raise InvalidInputError(f"{self.path}: value not storable in PostgreSQL ({self._masked(exc)})") from None
 
     def _existing(self, db) -> int | None:
         """The schema version of the store in the current schema, None when the schema holds no table;
@@ -303,10 +306,10 @@ class PostgresMemoryStore(SQLStoreBase):
                                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                                (APPLICATION, str(SCHEMA_VERSION)))
         except psycopg.errors.InsufficientPrivilege as exc:
-            raise StoreError(f"{self.path}: not allowed to create the store ({str(exc).strip()}); the pgvector "
+            raise StoreError(f"{self.path}: not allowed to create the store ({self._masked(exc)}); the pgvector "
                              "extension needs CREATE EXTENSION vector by a privileged role once") from None
         except psycopg.errors.UndefinedFile as exc:
-            raise StoreError(f"{self.path}: the server lacks the pgvector extension ({str(exc).strip()})") from None
+            raise StoreError(f"{self.path}: the server lacks the pgvector extension ({self._masked(exc)})") from None
 
     @property
     def schema_version(self) -> int:

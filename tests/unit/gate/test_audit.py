@@ -2,6 +2,7 @@
 
 import io
 import json
+import re
 import sqlite3
 
 import pytest
@@ -31,7 +32,7 @@ def log(tmp_path):
 def test_decision_and_reward_round_trip(log, tmp_path):
     d = RSCBMC().decide(x_of(HARD_NEGATIVE))
     did = log.record_decision(d, query_id="q1", candidates=CANDIDATES, payload=empty_payload(d.action))
-    assert did == "d1"
+    assert re.fullmatch(r"d1-[A-Za-z0-9_-]{16}", did)      # unguessable: another client cannot use it
     rec = log.get(did)
     assert rec["query_id"] == "q1" and rec["action"] == d.action.value and rec["override"]
     assert rec["features"] == list(d.features) and rec["candidate_ids"] == [11, 12, 13]
