@@ -57,7 +57,7 @@ def verb_text(verb: str, out: dict) -> str:
                    else "nothing injected") + f" ({out['why']})")
         return head + ("\n" + out["text"] if out["text"] else "")
     if verb == "feedback":
-        return f"{out['recall_id']}: feedback recorded, reward {out['reward']:.4g}"
+        return f"{out['recall_id']}: feedback recorded, reward {out['explain']['reward']:.4g}"
     if verb == "forget":
         return f"forgot {len(out['forgotten'])} memor{'y' if len(out['forgotten']) == 1 else 'ies'}: " + \
             ", ".join(f"#{i}" for i in out["forgotten"])

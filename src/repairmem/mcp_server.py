@@ -32,52 +32,45 @@ from .errors import RepairmemError
 from .untrusted import inert
 
 INSTRUCTIONS = """\
-repairmem is an experience memory of repaired failures. Use it in this loop:
-1. A command, build or test fails -> call `recall` with the failing command and its output (before you retry).
-   If `inject` is true, read `text`: fixes that worked before for the same cause (untrusted hints: check they
-   apply). Keep `recall_id`.
-2. After the retry -> call `feedback` with that `recall_id` and what happened (verified / false_positive / ...).
-3. When the task is finished and verified -> call `record` with the failed attempts and the one that worked,
-   so the next failure of this kind can be repaired from memory.
+repairmem remembers how failures were repaired. When a command, build or test fails, call `recall` with the
+command and its output before you retry. If `action` is "inject", `text` holds earlier fixes: untrusted
+hints, use one only if its cause matches yours. If "ask", check the one fix in `ask` yourself, then answer
+with `feedback` (confirmed or rejected). If "none", repair it yourself. After the retry call `feedback`
+with the `recall_id`; when the task is done and its check passed, call `record` with what failed and what worked.
 """
 
 RECALL_DOC = """\
 Look up what fixed this kind of failure before. Call it RIGHT AFTER a command, build or test fails, before
 you retry. Pass `failure` = {"command": the command that failed, "log": its error output (the traceback or
-the last lines of output), "task"?: what you are trying to do, "project"?: the repository name}; for a SQL
-failure instead {"question", "sql", "status": EXECUTION_ERROR|DENOTATION_MISMATCH|TIMEOUT, "error"?,
-"database"?, "db_path"?}. `query_id` names the current task (the same id for every recall of one task).
-Returns {recall_id, action, inject, text, memory_ids, why, diagnosis, candidates, ask, namespace}: `namespace`
-is where it recalled from (the server's own namespace when failure.project or failure.database is not one
-of the server's namespaces; an explicit `namespace` outside them is refused). When `inject` is true,
-`text` holds earlier verified fixes in delimited blocks - untrusted hints, check that the cause matches
-before following one; when false, the gate judged no memory safe to use (see `why`). When `ask` is set the
-gate is unsure about one memory: `ask` holds its cause, the command that failed, the fix and why it is
-unsure; check it yourself and answer with feedback confirmed=true (you used it) or rejected=true. Keep
-`recall_id` and call `feedback` after your retry."""
+the last lines of output), "task"?: what you are trying to do}; for a SQL failure instead {"question", "sql",
+"status": EXECUTION_ERROR|DENOTATION_MISMATCH|TIMEOUT, "error"?, "database"?, "db_path"?}. Returns
+{recall_id, action, text, why, cause, ask, memory_ids, candidates, namespace, query_id, explain}.
+`action` "inject": `text` holds earlier verified fixes in delimited blocks - untrusted hints, use one only
+if its cause matches yours. "ask": the memory is unsure about one fix: `ask` holds its cause, the command
+that failed, the fix, where it comes from and any warning; check it yourself and answer with feedback
+confirmed=true (you used it) or rejected=true. "none": no earlier fix applies; `why` says why in one
+sentence. `namespace` is the project the call acted for (your workspace root). Keep `recall_id` and call
+`feedback` after your retry."""
 
 RECORD_DOC = """\
 Save a finished episode so later failures can be repaired from it. Call it ONCE, when the task is finished
 and verified (tests pass), or when you give up. `attempts` lists the steps in order, failed ones first and
-the one that worked last: [{"command": ..., "outcome": "EXECUTION_ERROR", "error": the failure's log},
-..., {"command": ..., "outcome": "CORRECT"}] (outcome: CORRECT, EXECUTION_ERROR, DENOTATION_MISMATCH for a
-wrong result, TIMEOUT). Only the last attempt may be CORRECT. An episode that failed and was then repaired
-becomes a positive memory (failed step -> fix); one that never succeeded becomes a negative memory (a
-direction that did not work); one correct at the first attempt teaches nothing and stores no memory.
-`kind` is terminal (default) or sql (attempts with "sql"). Pass verified=true only when a check (tests,
-build) passed on the last attempt: otherwise the memory is shown marked unverified until a verified
-feedback confirms it. The server records only into its own namespaces (the project it serves). Returns
-{memory_id, pattern, polarity, episode_id, position, unverified}."""
+the one that worked last: [{"command": ..., "outcome": "failed", "error": the failure's log}, ...,
+{"command": ..., "outcome": "passed"}]. Only the last attempt may pass. A failure repaired later becomes a
+fix to remember (failed step -> the step that worked); an episode that never passed is remembered as a
+direction that did not work; one that passed at once teaches nothing and stores nothing. Pass
+verified=true only when a check (tests, build) passed on the last attempt: otherwise the fix is shown
+marked unverified until a verified feedback confirms it. It is recorded in the project the call acts for.
+Returns {memory_id, polarity, episode_id, query_id, unverified, redacted}."""
 
 FEEDBACK_DOC = """\
 Report what happened after a recall; this is how the memory learns when to speak. Call it once per
-`recall_id`, after the retry that followed the recall. If memory was injected (`inject` true):
-verified=true when you used it and the fix was verified (tests pass; implies accepted), accepted=true when
-you used it without verification, false_positive=true when you followed it and it did not apply,
-rejected=true when you saw it did not apply and ignored it. If nothing was injected: correct_abstain=true
-when no memory would have helped, else leave the flags false (success=true if you repaired it anyway).
-If recall returned an `ask`: confirmed=true when its memory applied and you used its fix (add verified=true
-if the fix passed), rejected=true when it did not apply. Returns {recall_id, reward}."""
+`recall_id`, after the retry that followed the recall. If `action` was "inject": verified=true when you used
+a fix and it was verified (tests pass), accepted=true when you used it without verification,
+false_positive=true when you followed it and it did not apply, rejected=true when you saw it did not apply
+and ignored it. If "ask": confirmed=true when the asked fix applied and you used it (add verified=true if it
+passed), rejected=true when it did not apply. If "none": correct_abstain=true when no memory would have
+helped, else leave the flags false (success=true if you repaired it anyway). Returns {recall_id, recorded}."""
 
 EXPLAIN_DOC = """\
 Why a recall injected what it did: the gate's action, its reason, the safety checks, every retrieved
@@ -118,7 +111,7 @@ def _server_class():
 
 
 _S = {"type": "string"}
-OUTCOMES = ["CORRECT", "EXECUTION_ERROR", "DENOTATION_MISMATCH", "TIMEOUT", "passed", "failed"]
+OUTCOMES = ["failed", "passed", "CORRECT", "EXECUTION_ERROR", "DENOTATION_MISMATCH", "TIMEOUT"]   # the SQL words too
 # What the tools publish as their input schema (the SDK would publish a bare "object"); the
 # arguments themselves are checked by ``service``, which these mirror.
 FAILURE_SCHEMA = {"oneOf": [
@@ -166,32 +159,31 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     def text(description: str):
         return Field(description=description)
 
-    @server.tool(description=_unwrapped(RECALL_DOC))
+    @server.tool(description=_unwrapped(RECALL_DOC), annotations=hints(read_only=False))
     async def recall(
-            query_id: Annotated[str, text("id of the current task; the same for every recall of one task")],
             failure: Annotated[dict[str, Any], WithJsonSchema(FAILURE_SCHEMA),
                                text('{"command", "log", "task"?, "project"?} for a command or test that failed; '
                                     '{"question", "sql", "status", "error"?, "database"?, "db_path"?} for a failed '
                                     'SQL query')],
-            namespace: Annotated[str | None, text("namespace to search from (default: failure.project or "
-                                                  "failure.database when the server serves it, else the "
-                                                  "server's own)")] = None,
+            query_id: Annotated[str | None, text("id of the current task, the same for each of its recalls "
+                                                 "(default: one is made and returned)")] = None,
+            namespace: Annotated[str | None, text("the project to recall for (default: the one you work in; a "
+                                                  "server bound to several namespaces accepts any of them)")] = None,
             scope: Annotated[str | None, text("same, cross or global: which namespaces may answer")] = None,
             position: Annotated[int | None, text("stream position (default: after everything recorded)")] = None,
             session: Annotated[str | None, text("groups the recalls of one episode (default: query_id)")] = None,
     ) -> dict[str, Any]:
         return run("recall")
 
-    @server.tool(description=_unwrapped(RECORD_DOC))
+    @server.tool(description=_unwrapped(RECORD_DOC), annotations=hints(read_only=False))
     async def record(
-            query_id: Annotated[str, text("id of the finished task")],
             task: Annotated[str, text("what the task was (for SQL: the question)")],
             attempts: Annotated[list[dict[str, Any]], WithJsonSchema(ATTEMPTS_SCHEMA),
                                 text('the steps in order: [{"command"|"sql"|"text", "outcome", "error"?}, ...], '
                                      'the one that worked last')],
+            query_id: Annotated[str | None, text("id of the finished task (default: one is made)")] = None,
             kind: Annotated[str, WithJsonSchema({"enum": ["terminal", "sql"]}), text("terminal or sql")] = "terminal",
-            namespace: Annotated[str | None, text("project or database name (default: the server's home "
-                                                  "namespace)")] = None,
+            namespace: Annotated[str | None, text("the project (default: the one you work in)")] = None,
             episode_id: Annotated[str | None, text("unique id of this episode (default: generated)")] = None,
             position: Annotated[int | None, text("stream position (default: the next one)")] = None,
             context: Annotated[str | None, text("a short summary of the environment")] = None,
@@ -200,7 +192,7 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     ) -> dict[str, Any]:
         return run("record")
 
-    @server.tool(description=_unwrapped(FEEDBACK_DOC))
+    @server.tool(description=_unwrapped(FEEDBACK_DOC), annotations=hints(read_only=False))
     async def feedback(
             recall_id: Annotated[str, text("the recall_id that recall returned")],
             verified: Annotated[bool | None, text("the injected fix was used and verified")] = None,
@@ -215,11 +207,11 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     ) -> dict[str, Any]:
         return run("feedback")
 
-    @server.tool(description=_unwrapped(EXPLAIN_DOC))
+    @server.tool(description=_unwrapped(EXPLAIN_DOC), annotations=hints(read_only=True))
     async def explain(recall_id: Annotated[str, text("the recall_id that recall returned")]) -> dict[str, Any]:
         return run("explain")
 
-    @server.tool(description=_unwrapped(STATS_DOC))
+    @server.tool(description=_unwrapped(STATS_DOC), annotations=hints(read_only=True))
     async def stats() -> dict[str, Any]:
         return run("stats")
 
@@ -229,9 +221,17 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     return server
 
 
+def hints(*, read_only: bool, destructive: bool = False):
+    """MCP tool annotations: whether a tool changes the memory, and whether it deletes or replaces
+    what is in it (``forget``, ``correct``); none reaches beyond the store."""
+    from mcp.types import ToolAnnotations
+    return ToolAnnotations(readOnlyHint=read_only, destructiveHint=None if read_only else destructive,
+                           idempotentHint=read_only, openWorldHint=False)
+
+
 def _lifecycle_tools(server, text, run):
     """The ``forget`` and ``correct`` tools on ``server`` (``text``: a described field; ``run``: the verb)."""
-    @server.tool(description=_unwrapped(FORGET_DOC))
+    @server.tool(description=_unwrapped(FORGET_DOC), annotations=hints(read_only=False, destructive=True))
     async def forget(
             memory_id: Annotated[int | None, text("the memory to forget")] = None,
             namespace: Annotated[str | None, text("forget every memory of this namespace (with memory_id: the "
@@ -242,7 +242,7 @@ def _lifecycle_tools(server, text, run):
     ) -> dict[str, Any]:
         return run("forget")
 
-    @server.tool(description=_unwrapped(CORRECT_DOC))
+    @server.tool(description=_unwrapped(CORRECT_DOC), annotations=hints(read_only=False, destructive=True))
     async def correct(
             memory_id: Annotated[int, text("the memory whose fix is replaced")],
             fix: Annotated[str, text("the new fix (the command that works)")],

@@ -11,23 +11,30 @@ keys too, made inert (``untrusted.inert``: no chat-template turn marker, no cont
 =========  =====================================================================================
 verb       request -> response
 =========  =====================================================================================
-recall     ``{"query_id", "failure": {...}, "namespace"?, "scope"?, "position"?, "session"?}``
-           -> ``{"recall_id", "action", "inject", "text", "memory_ids", "why", "diagnosis",
-           "candidates", "ask", "namespace"}`` (``Memory.recall``: which namespace it recalled from). A terminal failure is ``{"command", "log", "task"?, "project"?}``, a
-           SQL one ``{"question", "sql", "status", "error"?, "database"?, "db_path"?}``.
-record     ``{"query_id", "task"|"question", "attempts": [{"command"|"sql"|"text", "outcome",
-           "error"?|"log"?, "failure_type"?, "failure_subtype"?}, ...], "kind"? (terminal),
-           "episode_id"?, "namespace"?, "position"?, "context"?, "method"?, "verified"?}`` ->
-           ``{"memory_id", "pattern", "polarity", "episode_id", "position", "unverified"}``; without
-           ``verified`` (a check ran and passed) the memory is marked unverified
+recall     ``{"failure": {...}, "query_id"?, "namespace"?, "scope"?, "position"?, "session"?}``
+           -> ``{"recall_id", "query_id", "action": inject|ask|none, "inject", "text", "memory_ids",
+           "why" (one sentence), "cause" (in words), "ask", "candidates", "namespace", "explain":
+           {"gate_action", "reason", "diagnosis"}}`` (``vocabulary``; ``namespace``: where it recalled
+           from). A terminal failure is ``{"command", "log", "task"?, "project"?}``, a SQL one
+           ``{"question", "sql", "status", "error"?, "database"?, "db_path"?}``. Without a
+           ``query_id`` one is made (unique) and returned.
+record     ``{"task"|"question", "attempts": [{"command"|"sql"|"text", "outcome" (failed|passed, or
+           the SQL words), "error"?|"log"?, "failure_type"?, "failure_subtype"?}, ...], "query_id"?,
+           "kind"? (terminal), "episode_id"?, "namespace"?, "position"?, "context"?, "method"?,
+           "verified"?}`` -> ``{"memory_id", "pattern", "polarity", "episode_id", "query_id",
+           "position", "unverified", "redacted"}``; without ``verified`` (a check ran and passed) the
+           memory is marked unverified
 feedback   ``{"recall_id", "accepted"?, "verified"?, "false_positive"?, "rejected"?,
-           "correct_abstain"?, "success"?, "source"?}`` -> ``{"recall_id", "reward"}``
+           "correct_abstain"?, "success"?, "confirmed"?, "source"?}`` -> ``{"recall_id", "recorded",
+           "explain": {"reward"}}`` (the reward is the gate's business, not the agent's)
 explain    ``{"recall_id"}`` -> the audit record (``AuditLog.explain``) or the open recall
 stats      ``{}`` -> ``Memory.stats()``
 forget     ``{"memory_id"?, "namespace"?, "reason"?, "confirm"?}`` (one memory, or every memory of a
            namespace, which needs ``"confirm": true``; both: the memory must be that namespace's) ->
            ``{"forgotten": [ids]}``
 correct    ``{"memory_id", "fix", "namespace"?, "reason"?}`` -> ``{"memory_id", "fix", "history"}``
+trust      ``{"memory_id", "actor", "namespace"?, "reason"?}`` -> ``{"memory_id", "namespace",
+           "trusted_by", "history"}`` (the store owner's: the CLI has it, MCP does not)
 =========  =====================================================================================
 
 Feedback across processes. The command line runs one process per call, so the recall a
@@ -57,6 +64,7 @@ from .memory import Memory
 from .secrets import find_secrets
 from .types import KINDS, Attempt, Episode, Outcome, Scope
 from .untrusted import inert
+from .vocabulary import agent_action, cause_words, plain_why
 
 __all__ = ["READ_ONLY_VERBS", "VERBS", "call", "correct", "explain", "feedback", "forget", "parse", "record", "recall",
            "stats"]
@@ -111,7 +119,7 @@ def _outcome(value: Any, verb: str, name: str) -> Outcome:
 @dataclass(frozen=True)
 class RecallRequest:
     failure: SqlFailure | TerminalFailure
-    query_id: str
+    query_id: str | None = None      # None: derived (a unique id, returned)
     namespace: str | None = None
     scope: Scope | None = None
     position: int | None = None
@@ -121,7 +129,7 @@ class RecallRequest:
 @dataclass(frozen=True)
 class RecordRequest:
     kind: str
-    query_id: str
+    query_id: str | None
     question: str
     attempts: tuple[Attempt, ...]
     episode_id: str | None = None
@@ -142,7 +150,7 @@ class FeedbackRequest:
 def parse_recall(request: Any) -> RecallRequest:
     verb = "recall"
     obj = _object(request, verb, "", ("query_id", "failure", "namespace", "scope", "position", "session"))
-    query_id = _str(obj, "query_id", verb, required=True, empty=False)
+    query_id = _str(obj, "query_id", verb, empty=False)
     if "failure" not in obj or obj["failure"] is None:
         raise _fail(verb, "missing field failure (a terminal failure {command, log, task?, project?} or a SQL "
                           "failure {question, sql, status, error?, database?, db_path?})")
@@ -177,7 +185,7 @@ def parse_record(request: Any) -> RecordRequest:
     kind = _str(obj, "kind", verb, default="terminal")
     if kind not in KINDS:
         raise _fail(verb, f"kind must be terminal or sql, got {kind!r}")
-    query_id = _str(obj, "query_id", verb, required=True, empty=False)
+    query_id = _str(obj, "query_id", verb, empty=False)
     if obj.get("question") is not None and obj.get("task") is not None:
         raise _fail(verb, "give question or task, not both (they are the same field)")
     key = "question" if obj.get("question") is not None else "task"
@@ -342,13 +350,30 @@ def _answer(verb):
 
 @_answer
 def recall(memory: Memory, request: Any) -> dict:
+    """The agent's answer (``vocabulary``): ``action`` inject/ask/none, ``why`` in one sentence, the
+    ``cause`` in words; the gate's own action, reason and diagnosis under ``explain``."""
     req = request if isinstance(request, RecallRequest) else parse_recall(request)
-    got = memory.recall(req.failure, query_id=req.query_id, namespace=req.namespace, scope=req.scope,
+    query_id = req.query_id or _derived_id("recall")
+    got = memory.recall(req.failure, query_id=query_id, namespace=req.namespace, scope=req.scope,
                         position=req.position, session=req.session)
     d = got.to_dict()
-    return {"recall_id": d["id"], "action": d["action"], "inject": got.injected, "text": d["text"],
-            "memory_ids": d["memory_ids"], "why": d["why"], "diagnosis": d["diagnosis"], "candidates": d["candidates"],
-            "ask": d["ask"], "namespace": d["namespace"]}
+    action = agent_action(got.action)
+    lead = got.ask if got.ask is not None else (got.positives[0] if got.positives else None)
+    foreign = lead.namespace if lead is not None and lead.namespace != got.namespace else ""
+    why = plain_why(action, got.why, shown=len(got.memory_ids), candidates=len(got.candidates), foreign=foreign)
+    ask = d["ask"]
+    if ask is not None:
+        ask = {**ask, "cause": cause_words(got.ask.failure_type, got.ask.root_cause), "why_unsure": why}
+    return {"recall_id": d["id"], "query_id": query_id, "action": action, "inject": got.injected, "text": d["text"],
+            "memory_ids": d["memory_ids"], "why": why,
+            "cause": cause_words(got.diagnosis.family, got.diagnosis.root_cause), "ask": ask,
+            "candidates": d["candidates"], "namespace": d["namespace"],
+            "explain": {"gate_action": got.action, "reason": got.why, "diagnosis": d["diagnosis"]}}
+
+
+def _derived_id(verb: str) -> str:
+    """A query id for a call that names none: unique, so no earlier memory is kept out as this task's own."""
+    return f"{verb}/{uuid.uuid4().hex[:12]}"
 
 
 @_answer
@@ -356,8 +381,9 @@ def record(memory: Memory, request: Any) -> dict:
     req = request if isinstance(request, RecordRequest) else parse_record(request)
     namespace = req.namespace or memory.namespace or "default"
     position = memory.next_position() if req.position is None else req.position
-    episode_id = req.episode_id or f"{req.kind}/{req.query_id}/{uuid.uuid4().hex[:12]}"
-    episode = Episode(episode_id=episode_id, query_id=req.query_id, position=position, namespace=namespace,
+    query_id = req.query_id or _derived_id("task")
+    episode_id = req.episode_id or f"{req.kind}/{query_id}/{uuid.uuid4().hex[:12]}"
+    episode = Episode(episode_id=episode_id, query_id=query_id, position=position, namespace=namespace,
                       question=req.question, attempts=req.attempts, context=req.context,
                       method=req.method, kind=req.kind, finalized=True)
     stored = memory.record(episode, verified=req.verified)
@@ -366,7 +392,7 @@ def record(memory: Memory, request: Any) -> dict:
             "memory_id": None if stored is None else stored.id,
             "pattern": None if stored is None else stored.pattern.key,
             "polarity": None if stored is None else ("positive" if stored.polarity.value == "+" else "negative"),
-            "episode_id": episode_id, "position": position,
+            "episode_id": episode_id, "query_id": query_id, "position": position,
             "unverified": None if stored is None else stored.unverified}
 
 
@@ -378,7 +404,7 @@ def feedback(memory: Memory, request: Any) -> dict:
     except InvalidInputError as exc:
         message = str(exc)
         raise (exc if message.startswith("feedback:") else InvalidInputError(f"feedback: {message}")) from None
-    return {"recall_id": req.recall_id, "reward": float(r)}
+    return {"recall_id": req.recall_id, "recorded": True, "explain": {"reward": float(r)}}
 
 
 @_answer

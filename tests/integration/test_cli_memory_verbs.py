@@ -75,26 +75,29 @@ def test_record_recall_feedback_explain_in_separate_processes(recorded):
     store = recorded
     got = ok("recall", store, RECALL)
     assert got["inject"] is True and got["memory_ids"] == [1], got["why"]
-    assert ".venv/bin/python -m pytest" in got["text"] and got["diagnosis"]["family"] == "module_not_found"
+    assert ".venv/bin/python -m pytest" in got["text"] and got["explain"]["diagnosis"]["family"] == "module_not_found"
+    assert got["action"] == "inject" and got["cause"] == "a Python module cannot be imported: the wrong virtual environment is used"
+    assert got["why"].startswith("An earlier fix for the same kind of failure") and got["query_id"]
     gate_after_recall = state(store)["gate"]
     with AuditLog(store.with_name("memory.db.audit.db"), create=False) as log:
         assert log.get(got["recall_id"])["reward"] is None
 
     fed = ok("feedback", store, {"recall_id": got["recall_id"], "verified": True})   # another process
-    assert fed["recall_id"] == got["recall_id"] and fed["reward"] > 0
+    assert fed["recall_id"] == got["recall_id"] and fed["explain"]["reward"] > 0
 
     after = state(store)
     assert after["gate"] != gate_after_recall                  # the policy learned, and its state was saved
     assert json.loads(after["gate"])["state"] != json.loads(gate_after_recall)["state"]
     with AuditLog(store.with_name("memory.db.audit.db"), create=False) as log:
         rec = log.get(got["recall_id"])
-    assert rec["reward"] == pytest.approx(fed["reward"]) and rec["reward_source"] == "verifier"
+    assert rec["reward"] == pytest.approx(fed["explain"]["reward"]) and rec["reward_source"] == "verifier"
     assert rec["feedback"]["verified"] is True and rec["feedback"]["accepted"] is True
     assert after["counters"][0].uses == 1 and after["counters"][0].verified == 1   # the memory's counters
 
     why = ok("explain", store, None, got["recall_id"])
-    assert why["decision_id"] == got["recall_id"] and why["action"] == got["action"]
-    assert why["candidates"][0]["status"] == "injected" and why["reward"]["value"] == pytest.approx(fed["reward"])
+    assert why["decision_id"] == got["recall_id"] and why["action"] == got["explain"]["gate_action"]
+    assert why["candidates"][0]["status"] == "injected"
+    assert why["reward"]["value"] == pytest.approx(fed["explain"]["reward"])
     assert ok("explain", store, {"recall_id": got["recall_id"]}) == why
 
     # the same reward, reopened in yet another process, finds the policy where feedback left it
@@ -129,7 +132,7 @@ def test_human_lines_without_json(recorded):
     ("recall", "{not json", "not valid JSON"),
     ("recall", "", "no input"),
     ("recall", [1, 2], "the request must be a JSON object"),
-    ("recall", {"failure": RECALL["failure"]}, "missing field query_id"),
+    ("recall", {"query_id": "", "failure": RECALL["failure"]}, "query_id must be a non-empty string"),
     ("recall", {**RECALL, "failure": {"command": "make", "log": 3}}, "failure.log must be a string"),
     ("recall", {**RECALL, "failure": {"command": "make", "lgo": "x"}}, "unknown field failure.lgo"),
     ("recall", {**RECALL, "position": -1}, "position must be an int in [0, 9223372036854775807]"),
@@ -166,7 +169,7 @@ def test_feedback_for_an_unknown_or_unaudited_recall_is_refused(recorded):
     assert state(recorded) == before
     # without a gate nothing is audited: a recall's feedback must come from the process that recalled
     got = ok("recall", recorded, RECALL, "--policy", "none")
-    assert got["action"] == "always_inject" and got["inject"] is True
+    assert got["action"] == "inject" and got["explain"]["gate_action"] == "always_inject" and got["inject"] is True
     code, out, _ = run("feedback", recorded, {"recall_id": got["recall_id"], "accepted": True}, "--policy", "none")
     assert code == 2 and "without a gate" in json.loads(out)["error"]
 
@@ -179,7 +182,7 @@ def test_feedback_about_an_injection_that_never_happened_is_refused(tmp_path):
     code, out, _ = run("feedback", store, {"recall_id": got["recall_id"], "verified": True})
     assert code == 2 and "injected nothing" in json.loads(out)["error"]
     assert state(store) == before
-    assert ok("feedback", store, {"recall_id": got["recall_id"], "correct_abstain": True})["reward"] > 0
+    assert ok("feedback", store, {"recall_id": got["recall_id"], "correct_abstain": True})["explain"]["reward"] > 0
 
 
 def test_the_readme_cli_lines_run_as_printed_on_a_fresh_store(tmp_path):
@@ -196,7 +199,7 @@ def test_the_readme_cli_lines_run_as_printed_on_a_fresh_store(tmp_path):
     record, recall, feedback, corrected, forgot = [
         json.loads(x) for x in re.findall(r"^\{.*?^\}", done.stdout, re.DOTALL | re.MULTILINE)]
     assert record["memory_id"] == 1 and recall["recall_id"].startswith("d1-") and recall["inject"] is True, recall["why"]
-    assert feedback["reward"] > 0 and (tmp_path / ".repairmem" / "memory.db").is_file()
+    assert feedback["explain"]["reward"] > 0 and (tmp_path / ".repairmem" / "memory.db").is_file()
     assert corrected["fix"] == "uv run pytest" and forgot == {"forgotten": [1]}
 
 
@@ -217,3 +220,23 @@ def test_forget_and_correct_on_the_command_line_and_bad_input_exits_2_writing_no
     assert ok("forget", store, {"memory_id": mid}) == {"forgotten": [mid]}
     got = ok("recall", store, RECALL)
     assert got["candidates"] == []
+
+
+def test_an_agent_needs_no_query_id_and_reads_plain_words(tmp_path):
+    """The JSON roads speak the agent's words (issue 43, item 5): no query_id needed (one is made and
+    returned), failed/passed outcomes, inject/ask/none with the gate's action under explain, the cause
+    in words, and no reward in the feedback answer (it is in explain)."""
+    store = tmp_path / "m.db"
+    episode = {"task": "run the tests", "verified": True, "namespace": "proj-a",
+               "attempts": [{"command": "python3 -m pytest", "outcome": "failed", "error": LOG},
+                            {"command": ".venv/bin/python -m pytest", "outcome": "passed"}]}
+    code, recorded, _ = run("record", store, episode)
+    assert code == 0 and json.loads(recorded)["query_id"].startswith("task/")
+    code, out, _ = run("recall", store, {"failure": {"command": "python3 -m pytest tests/unit", "log": LOG}})
+    got = json.loads(out)
+    assert code == 0 and got["query_id"].startswith("recall/") and got["action"] in ("inject", "ask", "none")
+    assert "_" not in got["cause"] and "=" not in got["why"] and got["why"].endswith(".")
+    code, out, _ = run("feedback", store, {"recall_id": got["recall_id"], "success": True} if got["action"] != "inject"
+                       else {"recall_id": got["recall_id"], "verified": True})
+    fed = json.loads(out)
+    assert code == 0 and fed["recorded"] is True and "reward" not in fed and "reward" in fed["explain"]

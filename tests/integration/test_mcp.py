@@ -106,16 +106,16 @@ def test_record_recall_feedback_explain_over_stdio(tmp_path):
         assert got["inject"] is True, got["why"]
         assert got["memory_ids"] == [recorded["memory_id"]]
         assert ".venv/bin/python -m pytest" in got["text"] and "<<<MEMORY 1>>>" in got["text"]
-        assert got["diagnosis"]["family"] == "module_not_found"
+        assert got["explain"]["diagnosis"]["family"] == "module_not_found" and got["action"] == "inject"
         assert [c["id"] for c in got["candidates"]] == [recorded["memory_id"]]
 
         reward = _payload(await session.call_tool("feedback", {"recall_id": got["recall_id"], "verified": True}))
-        assert reward["recall_id"] == got["recall_id"] and reward["reward"] > 0
+        assert reward["recall_id"] == got["recall_id"] and reward["explain"]["reward"] > 0
 
         why = _payload(await session.call_tool("explain", {"recall_id": got["recall_id"]}))
-        assert why["action"] == got["action"] and why["payload"]["memory_ids"] == got["memory_ids"]
+        assert why["action"] == got["explain"]["gate_action"] and why["payload"]["memory_ids"] == got["memory_ids"]
         assert why["candidates"][0]["status"] == "injected"
-        assert why["reward"]["value"] == pytest.approx(reward["reward"]) and why["reward"]["source"] == "mcp"
+        assert why["reward"]["value"] == pytest.approx(reward["explain"]["reward"]) and why["reward"]["source"] == "mcp"
         assert why["reward"]["feedback"]["verified"] is True
 
         stats = _payload(await session.call_tool("stats", {}))
@@ -145,7 +145,7 @@ def test_the_same_loop_against_a_shared_postgres_store(postgres_url, tmp_path):
         assert got["inject"] is True and got["memory_ids"] == [recorded["memory_id"]], got["why"]
         reward = _payload(await session.call_tool("feedback", {"recall_id": got["recall_id"], "verified": True}))
         why = _payload(await session.call_tool("explain", {"recall_id": got["recall_id"]}))
-        assert why["reward"]["value"] == pytest.approx(reward["reward"])
+        assert why["reward"]["value"] == pytest.approx(reward["explain"]["reward"])
         return _payload(await session.call_tool("stats", {}))
 
     stats = anyio.run(_session_run, postgres_url, body, ("--state", str(tmp_path / "agent" / "gate")))
@@ -258,12 +258,16 @@ def test_an_ask_reaches_the_agent_and_its_answer_teaches_the_gate(tmp_path):
         return recorded, got, fed, why, other, no, wrong, _payload(await session.call_tool("stats", {}))
 
     recorded, got, fed, why, other, no, wrong, stats = anyio.run(_session_run, tmp_path / "m.db", body)
-    assert got["action"] == "ask_feedback" and got["inject"] is False and got["text"] == ""
+    assert got["action"] == "ask" and got["explain"]["gate_action"] == "ask_feedback"
+    assert got["inject"] is False and got["text"] == "" and "reward" not in fed
     ask = got["ask"]
     assert ask["memory_id"] == recorded["memory_id"] and ask["fix"] == ".venv/bin/python -m pytest tests/"
-    assert "requests" in ask["failure"] and "family_confidence" in ask["why_unsure"] and "confirmed=true" in ask["check"]
-    assert fed["reward"] > 0 and why["resolution"] == "confirmed" and why["reward"]["feedback"]["confirmed"] is True
-    assert other["ask"] is not None and no["reward"] < 0 and "already has its feedback" in wrong
+    assert "requests" in ask["failure"] and "confirmed=true" in ask["check"]
+    assert ask["why_unsure"] == ("An earlier fix may apply, but the cause could not be recognised with confidence: "
+                                 "check it yourself, then answer with feedback.")
+    assert "family_confidence" in got["explain"]["reason"] and ask["cause"] == "a Python module cannot be imported"
+    assert fed["explain"]["reward"] > 0 and why["resolution"] == "confirmed" and why["reward"]["feedback"]["confirmed"] is True
+    assert other["ask"] is not None and no["explain"]["reward"] < 0 and "already has its feedback" in wrong
     assert stats["gate"]["updates"] == 2
 
 
@@ -607,3 +611,35 @@ def test_a_users_store_serves_every_project_each_call_in_the_clients_root(tmp_pa
         return _payload(await session.call_tool("stats", {}))["project"]
 
     assert anyio.run(functools.partial(_session_run, store, no_roots, cwd=elsewhere)) == "server-folder"
+
+
+def test_the_server_speaks_an_agents_words_and_annotates_every_tool(tmp_path):
+    """Issue 43, item 5: five lines of instructions that say what to do with inject, ask and none; every
+    tool annotated (read-only, destructive); no query_id needed; no reward in feedback's answer."""
+    params = StdioServerParameters(command=sys.executable, env=dict(os.environ), cwd=str(_project_dir()),
+                                   args=["-m", "repairmem", "mcp", "--store", str(tmp_path / "m.db"), "--encoder",
+                                         "hashing"])
+
+    async def body():
+        with anyio.fail_after(180):
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    init = await session.initialize()
+                    tools = {t.name: t for t in (await session.list_tools()).tools}
+                    _payload(await session.call_tool("record", {k: v for k, v in EPISODE.items() if k != "query_id"}))
+                    got = _payload(await session.call_tool("recall", {"failure": FAILURE}))
+                    fed = _payload(await session.call_tool("feedback", {"recall_id": got["recall_id"], "verified": True}))
+                    return init.instructions, tools, got, fed
+
+    instructions, tools, got, fed = anyio.run(body)
+    lines = instructions.strip().splitlines()
+    assert len(lines) == 5 and all(f'"{word}"' in instructions for word in ("inject", "ask", "none"))
+    assert not any(word in instructions for word in ("EXECUTION_ERROR", "top3_summary", "query_id"))
+    flags = {name: (_field(t.annotations, "read_only_hint", "readOnlyHint"),
+                    _field(t.annotations, "destructive_hint", "destructiveHint")) for name, t in tools.items()}
+    assert flags == {"recall": (False, False), "record": (False, False), "feedback": (False, False),
+                     "explain": (True, None), "stats": (True, None), "forget": (False, True), "correct": (False, True)}
+    assert all(_field(t.annotations, "open_world_hint", "openWorldHint") is False for t in tools.values())
+    assert got["action"] == "inject" and got["query_id"] and got["explain"]["gate_action"] != "inject"
+    assert got["cause"] == "a Python module cannot be imported: the wrong virtual environment is used"
+    assert fed == {"recall_id": got["recall_id"], "recorded": True, "explain": fed["explain"]} and "reward" in fed["explain"]
