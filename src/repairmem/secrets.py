@@ -44,7 +44,7 @@ __all__ = ["DOCUMENTED", "ENTROPY_BITS", "ENTROPY_MIN_LENGTH", "IDENTIFIERS", "f
            "masked", "masked_text", "refuse_credential"]
 
 _Q = r"""(?:\\?["'])?"""            # an optional quote, JSON-escaped or not
-_VALUE = r"""[^\s'"\\]+"""         # an unquoted value: up to whitespace, a quote or a backslash
+_VALUE = r"""[^\s'"\\]{1,256}"""     # an unquoted value: up to whitespace, a quote or a backslash (widened)
 # (kind, pattern): the whole match is masked unless the pattern has a group named ``secret``.
 # Each is a format detect-secrets 1.5 does not find or masks only in part (benchmarks/secret_formats.py).
 DOCUMENTED: tuple[tuple[str, re.Pattern], ...] = tuple((kind, re.compile(p)) for kind, p in (
@@ -57,27 +57,28 @@ DOCUMENTED: tuple[tuple[str, re.Pattern], ...] = tuple((kind, re.compile(p)) for
     # AWS CLI credentials file: aws_secret_access_key, 40 characters (detect-secrets: only when quoted)
     ("aws-secret-key", r"(?i)aws_?secret_?access_?key" + _Q + r"\s*[=:]\s*" + _Q + r"(?P<secret>[A-Za-z0-9/+=]{40})"),
     # Stripe docs: test-mode sk_test_/rk_test_ keys and whsec_ webhook secrets (detect-secrets: live keys only)
-    ("stripe-key", r"\b(?:[sr]k_test_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
-    ("anthropic-key", r"\bsk-ant-[a-z]+\d{2}-[A-Za-z0-9_\-]{20,}"),           # Anthropic API docs: sk-ant-api03-
-    ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),    # OpenAI API reference: sk-, sk-proj-
-    ("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}"),                          # Hugging Face docs: hf_ + 34
+    ("stripe-key", r"\b(?:[sr]k_test_[A-Za-z0-9]{16,256}|whsec_[A-Za-z0-9]{24,256})"),
+    ("anthropic-key", r"\bsk-ant-[a-z]{1,16}\d{2}-[A-Za-z0-9_\-]{20,256}"),           # Anthropic API docs: sk-ant-api03-
+    ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,256}"),    # OpenAI API reference: sk-, sk-proj-
+    ("huggingface-token", r"\bhf_[A-Za-z0-9]{30,256}"),                          # Hugging Face docs: hf_ + 34
     ("npm-token", r"\bnpm_[A-Za-z0-9]{36}"),                 # npm Docs, access tokens (detect-secrets: .npmrc only)
     ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}"),                          # Google Cloud docs, API keys
     # RFC 7235/6750: an Authorization header's credentials, and a bare "Bearer <token>"
     ("authorization", r"(?i)\bauthorization" + _Q + r"\s*[:=]\s*" + _Q
-                      + r"\s*(?:bearer|token|basic|digest)?\s*(?P<secret>[A-Za-z0-9._~+/=\-]{8,})"),
-    ("bearer-token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/\-]{16,}=*)"),
+                      + r"\s*(?:bearer|token|basic|digest)?\s*(?P<secret>[A-Za-z0-9._~+/=\-]{8,256})"),
+    ("bearer-token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/\-]{16,256}=*)"),
     # RFC 3986 3.2.1 user:password@, the password up to the last '@' (it may hold '@', '/', sub-delims); not a port
-    ("url-password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:@/?#'\"\\]+:(?!\d+(?:/|$))(?P<secret>[^\s'\"\\]*[^\s'\"\\@])@"),
-    ("curl-user", r"(?:(?<=\s)|^)(?:-u|--user)\s*" + _Q + r"[^\s:/'\"\\]+:(?!//)(?P<secret>" + _VALUE + ")"),   # curl(1)
+    ("url-password", r"(?i)\b[a-z][a-z0-9+.\-]{0,31}://[^\s:@/?#'\"\\]{1,256}:(?!\d+(?:/|$))(?P<secret>[^\s'\"\\]{0,255}[^\s'\"\\@])@"),
+    ("curl-user", r"(?:(?<=\s)|^)(?:-u|--user)\s*" + _Q + r"[^\s:/'\"\\]{1,256}:(?!//)(?P<secret>" + _VALUE + ")"),   # curl(1)
     # --password VALUE / --password=VALUE (docker login, psql wrappers, CLIs); not --password-stdin
     ("password-flag", r"(?i)(?:(?<=\s)|^)--(?:password|passwd|pass|token|api-?key|secret|client-secret|"
-                      r"access-token|auth-token)(?:=|\s+)" + _Q + r"(?P<secret>[^\s'\"\\-][^\s'\"\\]*)"),
+                      r"access-token|auth-token)(?:=|\s+)" + _Q + r"(?P<secret>[^\s'\"\\-][^\s'\"\\]{0,255})"),
     # MySQL manual, connecting: -pPASSWORD attached to the option (mysql, mysqldump, mariadb, ...)
-    ("mysql-password", r"\b(?:mysql|mariadb)[a-z\-]*\b[^\n|;&]*?\s-p(?P<secret>" + _VALUE + ")"),
+    ("mysql-password", r"\b(?:mysql|mariadb)[a-z\-]{0,16}\b[^\n|;&]{0,256}?\s-p(?P<secret>" + _VALUE + ")"),
     # NAME=value for a variable named as a secret (GITHUB_TOKEN=, ?access_token=); not $VAR, not max_tokens
-    ("secret-variable", r"(?i)[A-Z0-9_.\-]*(?:PASSWORD|PASSWD|SECRET|TOKEN(?!S)|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
-                        r"CREDENTIALS?)[A-Z0-9_]*" + _Q + "=" + _Q + r"(?P<secret>[^\s'\"$\\<]" + r"[^\s'\"\\]*)"),
+    ("secret-variable", r"(?i)(?<![A-Z0-9_.\-])[A-Z0-9_.\-]{0,64}(?:PASSWORD|PASSWD|SECRET|TOKEN(?!S)|API_?KEY|"
+                        r"ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)[A-Z0-9_]{0,64}" + _Q + "=" + _Q
+                        + r"(?P<secret>[^\s'\"$\\<][^\s'\"\\]{0,255})"),
 ))
 # what the context rules mask is a value named by its surroundings: a token format found at the same place
 # names the span, and a context rule names it before entropy does
@@ -88,6 +89,7 @@ _GUESSED = {"high-entropy", "base64-credential"}
 ENTROPY_MIN_LENGTH = 20
 ENTROPY_BITS = 3.5        # benchmarks/secret_formats.py: the sweep (docs/results.md)
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9+/=_.\-]*")
+_VALUE_END = re.compile(r"""[^\s'"\\@]*""")
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+=*")
 _HASH_LABEL = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|base64)[-:=,]")   # sha512-, base64,
 _WORDS = re.compile(r"""[^\s'"`<>()\[\]{}]+""")
@@ -113,11 +115,14 @@ def _plugins() -> tuple[tuple[str, tuple[re.Pattern, ...]], ...]:
 
 
 @functools.cache
-def _keyword_rules() -> tuple[tuple[re.Pattern, int], ...]:
-    """detect-secrets' keyword rules for config files (``password: x``, ``db_pass = x``, ``"x" == pwd``),
-    with the group that holds the value."""
-    from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
-    return tuple({**CONFIG_DENYLIST_REGEX_TO_GROUP, **QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP}.items())
+def _keyword_rules() -> tuple[re.Pattern, tuple[tuple[re.Pattern, int], ...]]:
+    """detect-secrets' keyword list (a line without one is skipped) and its rules for config files
+    (``password: x``, ``db_pass = x``, ``"x" == pwd``) and code, with the group that holds the value."""
+    from detect_secrets.plugins.keyword import (
+        CONFIG_DENYLIST_REGEX_TO_GROUP, DENYLIST_REGEX, QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+    )
+    rules = {**CONFIG_DENYLIST_REGEX_TO_GROUP, **QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP}
+    return re.compile(DENYLIST_REGEX, re.IGNORECASE), tuple(rules.items())
 
 
 def _not_a_value(value: str) -> bool:
@@ -130,9 +135,20 @@ def _not_a_value(value: str) -> bool:
             or is_indirect_reference(f"x = {value}") or value.startswith(("/", "./", "~/")))
 
 
+_CHUNK = 1024
+
+
 def _lines(text: str):
+    """(offset, line) of ``text``'s lines, a line longer than ``_CHUNK`` cut at its last whitespace
+    before that (else hard): detect-secrets' rules scan to the end of a line from each keyword, so a
+    long line must not make them quadratic."""
     for m in re.finditer(r"[^\n]+", text):
-        yield m.start(), m.group()
+        start, line = m.start(), m.group()
+        while len(line) > _CHUNK:
+            cut = max(line.rfind(" ", 0, _CHUNK), line.rfind("\t", 0, _CHUNK)) + 1 or _CHUNK
+            yield start, line[:cut]
+            start, line = start + cut, line[cut:]
+        yield start, line
 
 
 def _plugin_spans(text: str) -> list[tuple[int, int, str]]:
@@ -143,20 +159,25 @@ def _plugin_spans(text: str) -> list[tuple[int, int, str]]:
     for offset, line in _lines(text):
         for kind, patterns in _plugins():
             for pattern in patterns:
+                reach = 0
                 for m in pattern.finditer(line):
                     start, end = m.span()
                     if m.lastindex and m.end(m.lastindex) >= end - 1 and m.end(m.lastindex) > m.start(m.lastindex):
                         start, end = m.span(m.lastindex)
-                    end += _TOKEN_CHAR.match(line, end).end() - end
-                    out.append((offset + start, offset + end, kind))
+                    if end > reach:
+                        reach = _TOKEN_CHAR.match(line, end).end()
+                        out.append((offset + start, offset + reach, kind))
     return out
 
 
 def _keyword_spans(text: str) -> list[tuple[int, int, str]]:
     """detect-secrets' keyword rules, line by line; an unquoted value ends at whitespace."""
     out = []
+    keyword, rules = _keyword_rules()
     for offset, line in _lines(text):
-        for pattern, group in _keyword_rules():
+        if not keyword.search(line):
+            continue
+        for pattern, group in rules:
             for m in pattern.finditer(line):
                 start = m.start(group)
                 quoted = m.group(group - 1) if group > 1 else ""
@@ -167,12 +188,16 @@ def _keyword_spans(text: str) -> list[tuple[int, int, str]]:
 
 
 def _documented_spans(text: str) -> list[tuple[int, int, str]]:
+    """``DOCUMENTED``'s finds, a value widened to the end of its word and a token to the end of its token
+    (the patterns' bounded lengths keep them linear; a longer credential is still masked whole)."""
     out = []
     for kind, pattern in DOCUMENTED:
+        value, reach = "secret" in pattern.groupindex, 0
         for m in pattern.finditer(text):
-            start, end = m.span("secret") if "secret" in pattern.groupindex else m.span()
-            if end > start:
-                out.append((start, end, kind))
+            start, end = m.span("secret") if value else m.span()
+            if end > max(start, reach):
+                reach = (_VALUE_END if value else _TOKEN_CHAR).match(text, end).end()
+                out.append((start, reach, kind))
     return out
 
 
