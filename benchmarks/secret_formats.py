@@ -79,25 +79,57 @@ def gitleaks_flags(binary: str, texts: dict[str, str]) -> dict[str, list[str]]:
     return {name: sorted(found.get(i, ())) for i, name in enumerate(texts)}
 
 
+def ds_rules_only(text: str) -> str:
+    """``text`` masked by the detect-secrets rules the pass uses (its format plugins, widened, and its
+    keyword rules), without ``DOCUMENTED`` or entropy: what the documented table is there for."""
+    out, at = [], 0
+    for start, end, _ in sorted(secrets._plugin_spans(text) + secrets._keyword_spans(text)):
+        if end > at:
+            out += [text[at:max(at, start)], "<redacted>"]
+            at = end
+    return "".join(out) + text[at:]
+
+
 def formats_table(seeds: int, binary: str | None) -> dict:
     rows, masked_texts = {}, {}
     alone = {name: case(name, 0)[0] for name in FORMATS}
     gl = gitleaks_flags(binary, alone) if binary else {}
     for name, fmt in FORMATS.items():
-        leaks, kinds = 0, Counter()
+        leaks, ds_leaks, kinds = 0, 0, Counter()
         for seed in range(seeds):
             for place in PLACES:
                 text, parts = case(name, seed, place)
                 out, found = secrets.masked_text(text)
                 leaks += bool(leaked(parts, out))
+                ds_leaks += bool(leaked(parts, ds_rules_only(text)))
                 kinds.update(found)
                 masked_texts[f"{name}/{seed}/{place}"] = out
         rows[name] = {"source": fmt.source, "detect_secrets": detect_secrets_flags(alone[name]),
                       "gitleaks": gl.get(name) if binary else None, "cases": seeds * len(PLACES),
-                      "leaked": leaks, "masked_as": sorted(kinds)}
+                      "leaked": leaks, "ds_rules_leaked": ds_leaks, "masked_as": sorted(kinds)}
     after = gitleaks_flags(binary, masked_texts) if binary else {}
     return {"rows": rows, "gitleaks_on_masked": None if not binary else
             {"texts": len(masked_texts), "flagged": sorted(k for k, v in after.items() if v)}}
+
+
+def ablation(seeds: int) -> dict:
+    """For each rule of ``DOCUMENTED``: the formats that leak (cases of seeds x places) without it, with the
+    entropy rule and without it (what only that rule catches for certain)."""
+    full, entropy = secrets.DOCUMENTED, secrets._entropy_spans
+    out = {}
+    try:
+        for i, (kind, _) in enumerate(full):
+            secrets.DOCUMENTED = full[:i] + full[i + 1:]
+            row = {}
+            for label, rule in (("with_entropy", entropy), ("without_entropy", lambda *a, **k: [])):
+                secrets._entropy_spans = rule
+                counts = Counter(name for name in FORMATS for seed in range(seeds) for place in PLACES
+                                 if leaked(case(name, seed, place)[1], secrets.masked_text(case(name, seed, place)[0])[0]))
+                row[label] = dict(counts)
+            out[kind] = row
+    finally:
+        secrets.DOCUMENTED, secrets._entropy_spans = full, entropy
+    return out
 
 
 def real_texts() -> dict[str, list[str]]:
@@ -212,15 +244,17 @@ def ds_entropy_lines(sets: dict[str, list[str]]) -> float:
 
 
 def report(res: dict) -> None:
-    print("| format | detect-secrets | gitleaks | repairmem: cases leaked | masked as | documented in |")
-    print("|---|---|---|---|---|---|")
+    print("| format | detect-secrets scan | gitleaks | detect-secrets rules in the pass: cases leaked | "
+          "the pass: cases leaked | masked as | documented in |")
+    print("|---|---|---|---|---|---|---|")
     for name, r in res["formats"]["rows"].items():
         gl = "not run" if r["gitleaks"] is None else ("yes" if r["gitleaks"] else "**no**")
-        print(f"| {name} | {'yes' if r['detect_secrets'] else '**no**'} | {gl} | {r['leaked']} of {r['cases']} | "
-              f"{', '.join(r['masked_as'])} | {r['source']} |")
+        print(f"| {name} | {'yes' if r['detect_secrets'] else '**no**'} | {gl} | {r['ds_rules_leaked']} of {r['cases']} "
+              f"| {r['leaked']} of {r['cases']} | {', '.join(r['masked_as'])} | {r['source']} |")
     rows = res["formats"]["rows"].values()
     print(f"\ncaught: detect-secrets {sum(bool(r['detect_secrets']) for r in rows)}/35, gitleaks "
-          f"{sum(bool(r['gitleaks']) for r in rows)}/35, repairmem {sum(r['leaked'] == 0 for r in rows)}/35 "
+          f"{sum(bool(r['gitleaks']) for r in rows)}/35, detect-secrets' rules as the pass uses them "
+          f"{sum(r['ds_rules_leaked'] == 0 for r in rows)}/35, repairmem {sum(r['leaked'] == 0 for r in rows)}/35 "
           f"(0 leaked in {sum(r['cases'] for r in rows) - sum(r['leaked'] for r in rows)} of {sum(r['cases'] for r in rows)} cases)")
     print(f"gitleaks over the masked texts: {res['formats']['gitleaks_on_masked']}")
     print("\n| real text | texts | tokens | masked | rate | kinds |\n|---|---|---|---|---|---|")
@@ -228,6 +262,9 @@ def report(res: dict) -> None:
         print(f"| {name} | {r['texts']} | {r['tokens']} | {r['masked']} | {r['rate']:.3%} | {r['kinds']} |")
     for name, r in res["false_positives"].items():
         print(f"  {name} masked: {r['examples']}")
+    print("\n| documented rule | formats leaking without it (entropy on) | without it and entropy |\n|---|---|---|")
+    for kind, row in res["ablation"].items():
+        print(f"| {kind} | {row['with_entropy'] or '-'} | {row['without_entropy'] or '-'} |")
     print(f"\nlook-alikes masked (of 200 each): {res['negatives']}")
     print(f"detect-secrets' entropy plugins flag {res['ds_entropy_lines']:.1%} of real-log lines (unquoted scan)")
     print(f"\n| min length | bits | real-text tokens masked | rate | look-alikes masked (of {200 * len(NEGATIVES)}) "
@@ -247,7 +284,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sets = real_texts()
     res = {"formats": formats_table(args.seeds, gitleaks_binary(args.gitleaks)), "false_positives": false_positives(sets),
-           "negatives": negatives(), "ds_entropy_lines": ds_entropy_lines(sets), "sweep": sweep(sets),
+           "negatives": negatives(), "ablation": ablation(min(args.seeds, 2)), "ds_entropy_lines": ds_entropy_lines(sets), "sweep": sweep(sets),
            "thresholds": {"bits": secrets.ENTROPY_BITS, "min_length": secrets.ENTROPY_MIN_LENGTH}}
     report(res)
     if args.json:

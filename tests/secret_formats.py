@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 from dataclasses import dataclass
 from typing import Callable
@@ -215,14 +216,16 @@ def case(name: str, seed: int, place: str = "alone") -> tuple[str, list[str]]:
     return PLACES[place](text), secrets
 
 
+def _pieces(secret: str) -> set[str]:
+    """What of ``secret`` must not survive: itself, as JSON escapes it, and every 8 characters of it (a
+    window at every 4th character; none across a quote, backslash or space, which JSON may escape), so a
+    credential masked only in part is a leak too."""
+    out = {secret, json.dumps(secret)[1:-1]}
+    windows = [secret[i:i + 8] for i in (*range(0, len(secret) - 7, 4), len(secret) - 8) if i >= 0]
+    return out | {w for w in windows if len(w) == 8 and not re.search(r'["\\\s]', w)}
+
+
 def leaked(secrets: list[str], *outputs: str | bytes) -> list[str]:
-    """The secrets (raw, or as JSON escapes them) found in any output."""
-    found = []
-    for secret in secrets:
-        forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
-        for out in outputs:
-            hay = out.decode("utf-8", "replace") if isinstance(out, bytes) else out
-            if any(f in hay for f in forms):
-                found.append(secret)
-                break
-    return found
+    """The secrets any output holds, whole or in part (``_pieces``)."""
+    hay = "\n".join(o.decode("utf-8", "replace") if isinstance(o, bytes) else o for o in outputs)
+    return [secret for secret in secrets if any(piece in hay for piece in _pieces(secret))]

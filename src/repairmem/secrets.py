@@ -54,8 +54,6 @@ DOCUMENTED: tuple[tuple[str, re.Pattern], ...] = tuple((kind, re.compile(p)) for
                     r"(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)"),
     # GitHub Docs, "About authentication to GitHub": fine-grained github_pat_ (classic gh*_ is detect-secrets')
     ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,255}"),
-    # AWS CLI credentials file: aws_secret_access_key, 40 characters (detect-secrets: only when quoted)
-    ("aws-secret-key", r"(?i)aws_?secret_?access_?key" + _Q + r"\s*[=:]\s*" + _Q + r"(?P<secret>[A-Za-z0-9/+=]{40})"),
     # Stripe docs: test-mode sk_test_/rk_test_ keys and whsec_ webhook secrets (detect-secrets: live keys only)
     ("stripe-key", r"\b(?:[sr]k_test_[A-Za-z0-9]{16,256}|whsec_[A-Za-z0-9]{24,256})"),
     ("anthropic-key", r"\bsk-ant-[a-z]{1,16}\d{2}-[A-Za-z0-9_\-]{20,256}"),           # Anthropic API docs: sk-ant-api03-
