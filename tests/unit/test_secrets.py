@@ -25,7 +25,7 @@ CORPUS = [
     ("gitlab-token", "export CI_TOKEN_VALUE glpat-Ab12Cd34Ef56Gh78Ij90", "GitLab docs: personal access token prefix glpat-"),
     ("aws-access-key", "aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE",
      "AWS IAM docs, 'Unique identifiers': AKIA access key ids (their own example key)"),
-    ("aws-secret-key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ("secret-keyword", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
      "AWS CLI docs, credentials file (their own example secret)"),
     ("slack-token", "curl -d token=xoxb-2345678901-1234567890123-AbCdEfGhIjKlMnOp https://slack.com/api",
      "Slack API docs, token types: xoxb- bot tokens"),
