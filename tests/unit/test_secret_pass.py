@@ -209,3 +209,22 @@ def test_record_refuses_an_identifier_holding_a_credential_and_echoes_none(tmp_p
 def test_masked_text_is_the_same_string_when_nothing_is_found():
     text = "pytest -x tests/unit && git push origin 1f3e9c2d4b5a69788d7e6f5a4b3c2d1e0f9a8b7c"
     assert masked_text(text) == (text, []) and masked_text(text)[0] is text
+
+
+def test_a_memory_the_caller_gives_is_masked_whatever_its_signatures_hold(tmp_path):
+    """The Python road with a caller's own memory: every text and signature (str and list) is masked,
+    and ``Memory.redacted`` says what record masked."""
+    texts, secrets = _texts({f: [(NAMES[i * 5 % 35], i, "middle")] for i, f in enumerate(FIELDS)})
+    episode = Episode(episode_id="e1", query_id="q1", position=0, namespace="p", question=texts["task"],
+                      attempts=(Attempt(texts["command"], "EXECUTION_ERROR", texts["log"]), Attempt(texts["fix"], "CORRECT")),
+                      context=texts["context"], kind="terminal", finalized=True)
+    given = MemoryVariant(kind="terminal", polarity="+", namespace="p", failure_type="t", question=texts["task"],
+                          before=texts["command"], after=texts["fix"], outcome="CORRECT", error=texts["log"],
+                          root_cause=texts["subtype"], failure_context=texts["log"],
+                          signatures={"error_line": texts["error_line"], "paths": [texts["context"]],
+                                      "useful": texts["fix"]})
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:
+        stored = memory.record(episode, given)
+        assert memory.redacted == sorted(_markers(stored)) and len(memory.redacted) >= 5
+        assert leaked(secrets, repr(stored)) == []
+    assert leaked(secrets, *_files(tmp_path)) == []
