@@ -11,14 +11,18 @@ from typing import Any
 
 from .check import check_int, check_label, check_str
 from .errors import InvalidInputError
-from .secrets import mask_secrets
+from .secrets import mask_secrets, masked, refuse_credential
 from .types import MemoryVariant
 
 
-def _who(reason: Any, actor: Any, verb: str) -> None:
-    """``forget``/``correct``'s ``reason`` (any text) and ``actor`` (a label): kept in the lifecycle log."""
+def _who(reason: Any, actor: Any, verb: str) -> str:
+    """``forget``/``correct``/``trust``'s ``reason`` (any text) and ``actor`` (a label), kept in the lifecycle
+    log: the reason as kept, masked as a memory's texts are (``secrets.masked``); an actor holding a
+    credential is refused (a label is kept verbatim)."""
     check_str(reason, "reason", where=verb)
     check_label(actor, "actor", where=verb)
+    refuse_credential(actor, "actor", verb)
+    return mask_secrets(reason)
 
 
 class Lifecycle:
@@ -35,7 +39,7 @@ class Lifecycle:
         an unknown id or a namespace that holds no memory is an error and changes nothing."""
         if memory_id is None and namespace is None:
             raise InvalidInputError("forget: give memory_id (one memory) or namespace (all of its memories)")
-        _who(reason, actor, "forget")
+        reason = _who(reason, actor, "forget")
         if namespace is not None:
             check_label(namespace, "namespace", where="forget")
         if memory_id is None:
@@ -60,7 +64,7 @@ class Lifecycle:
 
     def correct(self, memory_id: int, fix: str, *, namespace: str | None = None, reason: str = "",
                 actor: str = "python") -> MemoryVariant:
-        """Replace memory ``memory_id``'s fix with ``fix`` (credentials masked, as at record), keeping its
+        """Replace memory ``memory_id``'s fix with ``fix`` (it and ``reason`` masked, as at record), keeping its
         provenance and the original in its ``history``; re-embedded in the same transaction. The memory
         as corrected. With ``namespace`` the memory must be that namespace's."""
         check_int(memory_id, "memory_id", low=1, where="correct")
@@ -68,7 +72,7 @@ class Lifecycle:
             raise InvalidInputError(f"correct: fix must be a non-empty string, got {fix!r}")
         if namespace is not None:
             check_label(namespace, "namespace", where="correct")
-        _who(reason, actor, "correct")
+        reason = _who(reason, actor, "correct")
         self._owned_memory(memory_id, namespace, "correct")
         corrected = self._store.correct(memory_id, mask_secrets(fix), actor=actor, reason=reason)
         self._index.sync()
@@ -81,7 +85,7 @@ class Lifecycle:
         ``history`` (who, when, why) until a ``correct`` (the new fix is not the one vouched for). A bound
         Memory trusts only its own namespaces' memories. With ``namespace`` the memory must be that one's."""
         check_int(memory_id, "memory_id", low=1, where="trust")
-        _who(reason, actor, "trust")      # a label: never empty
+        reason = _who(reason, actor, "trust")      # actor: a label, never empty
         if namespace is not None:
             check_label(namespace, "namespace", where="trust")
         self._owned_memory(memory_id, namespace, "trust")
@@ -95,7 +99,7 @@ class Lifecycle:
         rows = self._store.history(memory_id)
         for namespace in dict.fromkeys(r["namespace"] for r in rows):    # no row: nothing to read
             self._bound(namespace, "history")
-        return rows
+        return masked(rows)[0]        # rows a store kept before reasons were masked are masked on the way out
 
     def _owned_memory(self, memory_id: int, namespace: str | None, verb: str) -> MemoryVariant:
         """The memory ``verb`` acts on; an unknown id, or one of another namespace than ``namespace``, refused."""

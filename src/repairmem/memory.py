@@ -43,7 +43,7 @@ from .retrieval.hybrid import RetrievalConfig, Scored, retrieve
 from .retrieval.encoders import resolve_encoder
 from .retrieval.index import MemoryIndex
 from .retrieval.texts import MemoryEmbedder
-from .secrets import masked_memory
+from .secrets import masked
 from .store import export_jsonl, import_jsonl, is_postgres_url, open_store
 from .types import Episode, MemoryVariant, Polarity, Scope
 
@@ -309,12 +309,14 @@ class Memory(Lifecycle):
         for i, attempt in enumerate(episode.attempts):
             if attempt.failure_type is not None:
                 check_label(attempt.failure_type, f"attempts[{i}].failure_type", where=where)
+        episode, self.redacted = masked(episode, where="record")     # no credential is stored, shown or exported
         if memory is DERIVE:
             memory = domain_of_kind(self._domains, episode.kind).finalize(episode)
         if memory is not None:
             check_label(memory.namespace, "memory namespace", where=where)
             check_label(memory.failure_type, "memory failure_type", where=where)
-            memory, _ = masked_memory(memory)     # no credential is stored, shown or exported (secrets.py)
+            memory, kinds = masked(memory, where="record")       # (secrets.py); self.redacted: what record masked
+            self.redacted = sorted({*self.redacted, *kinds})
             memory = memory.with_(unverified=memory.unverified or not verified)
         variant_id = self._store.finalize(episode, memory)
         return None if variant_id is None else self._store.get([variant_id])[0]

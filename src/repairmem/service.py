@@ -61,7 +61,6 @@ from .domains import SqlDomain, SqlFailure, TerminalDomain, TerminalFailure
 from .domains.sql import SQL_FIELDS
 from .domains.terminal import TERMINAL_FIELDS
 from .memory import Memory
-from .secrets import find_secrets
 from .types import KINDS, Attempt, Episode, Outcome, Scope
 from .untrusted import inert
 from .vocabulary import agent_action, cause_words, plain_why
@@ -387,8 +386,7 @@ def record(memory: Memory, request: Any) -> dict:
                       question=req.question, attempts=req.attempts, context=req.context,
                       method=req.method, kind=req.kind, finalized=True)
     stored = memory.record(episode, verified=req.verified)
-    texts = (req.question, req.context, *(t for a in req.attempts for t in (a.text, a.error or "")))
-    return {"redacted": sorted({kind for text in texts for kind in find_secrets(text)}),   # masked in memory
+    return {"redacted": memory.redacted,             # the kinds of credential record masked (secrets.masked)
             "memory_id": None if stored is None else stored.id,
             "pattern": None if stored is None else stored.pattern.key,
             "polarity": None if stored is None else ("positive" if stored.polarity.value == "+" else "negative"),

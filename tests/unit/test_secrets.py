@@ -25,27 +25,27 @@ CORPUS = [
     ("gitlab-token", "export CI_TOKEN_VALUE glpat-Ab12Cd34Ef56Gh78Ij90", "GitLab docs: personal access token prefix glpat-"),
     ("aws-access-key", "aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE",
      "AWS IAM docs, 'Unique identifiers': AKIA access key ids (their own example key)"),
-    ("aws-secret-key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ("secret-keyword", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
      "AWS CLI docs, credentials file (their own example secret)"),
     ("slack-token", "curl -d token=xoxb-2345678901-1234567890123-AbCdEfGhIjKlMnOp https://slack.com/api",
      "Slack API docs, token types: xoxb- bot tokens"),
-    ("stripe-key", "Stripe.api_key = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc'", "Stripe docs, API keys: sk_live_"),
+    ("stripe-access-key", "Stripe.api_key = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc'", "Stripe docs, API keys: sk_live_"),
     ("google-api-key", "https://maps.googleapis.com/maps/api/js?key=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
      "Google Cloud docs, API keys: AIza + 35 characters"),
     ("openai-key", "openai.error.AuthenticationError: Incorrect API key provided: sk-proj-Ab12Cd34Ef56Gh78Ij90Kl",
      "OpenAI API reference, authentication: sk- and sk-proj- keys"),
     ("npm-token", f"//registry.npmjs.org/:_authToken npm_{B62[:36]}", "npm docs, access tokens: npm_ + 36"),
-    ("pypi-token", "twine upload -p pypi-AgEIcHlwaS5vcmcCJGE4ZTk5YjE2LTc2ZTQtNDIwMS1iODM3LWI1Y2E4NzQ1ZGQ5NwAC",
-     "PyPI docs, API tokens: pypi- macaroons starting AgEIcHlwaS5vcmc"),
-    ("jwt", "Authorization failed for eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ("high-entropy", "twine upload -p pypi-AgEIcHlwaS5vcmcCJGE4ZTk5YjE2LTc2ZTQtNDIwMS1iODM3LWI1Y2E4NzQ1ZGQ5NwAC",
+     "PyPI docs, API tokens: pypi- macaroons starting AgEIcHlwaS5vcmc (shorter than detect-secrets' 70: found by entropy)"),
+    ("json-web-token", "Authorization failed for eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
      "RFC 7519 / jwt.io: header.payload.signature, base64url, header starting eyJ"),
-    ("bearer-token", 'curl -H "Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0" https://api.example.com',
+    ("authorization", 'curl -H "Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0" https://api.example.com',
      "RFC 6750: the Authorization request header field with the Bearer scheme"),
-    ("url-password", "fatal: unable to access 'https://deploy:hunter2secret@git.example.com/repo.git/'",
+    ("basic-auth-credentials", "fatal: unable to access 'https://deploy:hunter2secret@git.example.com/repo.git/'",
      "RFC 3986 3.2.1 user information (deprecated user:password form, still sent by git and pip)"),
-    ("secret-variable", "DATABASE_PASSWORD=Tr0ub4dor&3 ./manage.py migrate",
+    ("secret-keyword", "DATABASE_PASSWORD=Tr0ub4dor&3 ./manage.py migrate",
      "the twelve-factor convention of credentials in environment variables"),
-    ("secret-variable", "mysql --password=correcthorse -u root", "MySQL client docs: --password=VALUE"),
+    ("password-flag", "mysql --password=correcthorse -u root", "MySQL client docs: --password=VALUE"),
     ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
                     "-----END OPENSSH PRIVATE KEY-----", "RFC 7468 PEM labels; OpenSSH's key file format"),
     ("private-key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1f3x\n-----END RSA PRIVATE KEY-----",
@@ -54,8 +54,14 @@ CORPUS = [
 # text that looks near a credential and is not one: never masked
 ORDINARY = [
     "SyntaxError: invalid token",
-    "SELECT name FROM users WHERE password = 'abc' AND token = 'x'",
-    "SELECT * FROM accounts WHERE api_key='k1'",
+    "SELECT name FROM users WHERE token = 'x'",
+    "openai.api_key = os.environ[\"OPENAI_API_KEY\"]",
+    "python3 aem_hacker.py -u https://site.com --host 10.0.0.1",
+    " ! [rejected]        Fermi3FGLObject-Take2 -> Fermi3FGLObject-Take2 (non-fast-forward)",
+    "npm ERR! integrity sha512-" + "Xq9v" * 21 + "Ab== failed",
+    "docker login --password-stdin registry.example.com",
+    "request max_tokens=512 num_tokens=3",
+    "PWD=/home/runner/work/app",
     "pip install scikit-learn sk-video",
     "ModuleNotFoundError: No module named 'ghp'",
     "error: TOKEN_EXPIRED when calling the API",
@@ -80,6 +86,13 @@ def test_ordinary_text_is_left_alone(text):
     assert find_secrets(text) == [] and mask_secrets(text) == text
 
 
+def test_a_literal_compared_with_a_secret_named_column_is_masked():
+    """detect-secrets' keyword rules read ``password = 'x'`` in SQL as a password (it may be one); no
+    query of the Spider runs has such a literal (benchmarks/secret_formats.py: 0 tokens masked)."""
+    assert mask_secrets("SELECT * FROM accounts WHERE api_key='k1x9'") == \
+        "SELECT * FROM accounts WHERE api_key='<redacted:secret-keyword>'"
+
+
 def test_no_credential_is_stored_shown_or_exported_on_any_road(tmp_path):
     token = f"ghp_{B62[:36]}"
     fix = f"git clone https://deploy:{token}@github.com/o/r && pip install -r r/requirements.txt"
@@ -89,7 +102,7 @@ def test_no_credential_is_stored_shown_or_exported_on_any_road(tmp_path):
                             {"command": fix, "outcome": "passed"}]}
     with Memory.open(tmp_path / "m.db", encoder="hashing") as memory:
         out = service.call(memory, "record", request)
-        assert out["redacted"] == ["github-token", "url-password"]
+        assert out["redacted"] == ["github-token"]        # the URL's password is the token: one span
         stored = memory.get([out["memory_id"]])[0]
         assert token not in repr(stored) and "<redacted:" in stored.after
         got = service.call(memory, "recall", {"query_id": "t2", "failure": {
@@ -106,3 +119,15 @@ def test_no_credential_is_stored_shown_or_exported_on_any_road(tmp_path):
     with open_store(tmp_path / "other.db") as store:
         [vid] = import_jsonl(store, [tmp_path / "foreign.jsonl"])
         assert token not in store.get([vid])[0].after
+
+
+@pytest.mark.parametrize("text", ["a" * 50_000, "password=" * 5_000, "https://a:" * 5_000, "sk-" * 15_000,
+                                  "mysql " * 8_000, "-----BEGIN RSA PRIVATE KEY-----" * 1_500, "x://a:b@" * 6_000],
+                         ids=["word", "keyword", "url", "sk", "mysql", "pem", "userinfo"])
+def test_masking_stays_linear_on_hostile_text(text):
+    """Every rule's repetition bounded, detect-secrets' per-line rules on lines cut at 1024 characters:
+    50 KB of the worst shape for each rule masks in well under a second on a quiet machine."""
+    import time
+    start = time.perf_counter()
+    mask_secrets(text)
+    assert time.perf_counter() - start < 5.0

@@ -39,6 +39,7 @@ from ..sqlite_wal import (
 )
 from ..check import check_int, check_number, parse_json
 from ..errors import CorruptStateError, InvalidInputError, StoreError
+from ..secrets import mask_secrets
 from ..untrusted import printable
 from .actions import ACTIONS, INJECTING, Action, Payload
 from .features import FEATURE_NAMES, validate
@@ -255,6 +256,8 @@ class AuditLog:
         injected_tokens = check_int(payload.tokens if injected_tokens is None else injected_tokens,
                                     "injected_tokens", low=0, where=f"decision for query {query_id}")
         reason = reason if reason is not None else decision_reason(decision, payload)
+        # the caller's texts are masked as a memory's are (secrets.masked): a query id or a session may hold one
+        query_id, session, reason = (mask_secrets(t) for t in (query_id, session, reason))
         row = (query_id, decision.policy, action.value, float(p), int(decision.override),
                json.dumps(decision.override_reasons()),
                json.dumps({a.value: _finite_or_none(s) for a, s in zip(ACTIONS, decision.scores)}),
@@ -296,6 +299,7 @@ class AuditLog:
             raise InvalidInputError(f"decision {decision_id}: feedback must be a Feedback")
         if resolution not in (None, "", "confirmed", "declined", "unanswered"):
             raise InvalidInputError(f"decision {decision_id}: unknown resolution {resolution!r}")
+        source = mask_secrets(source)          # the caller's word, kept and shown by explain: masked as at record
         data = json.dumps(feedback.to_dict() if feedback is not None else {})
         pending = json.dumps({str(int(k)): dict(v) for k, v in counters.items()}) if counters else None
         out = None

@@ -32,7 +32,7 @@ from typing import Any, Iterable
 from ..check import INT64_MAX, check_int, json_type, parse_json
 from ..errors import ImportFormatError, InvalidInputError
 from ..files import output_dir, write_atomic
-from ..secrets import masked_memory
+from ..secrets import masked
 from ..types import COUNTER_NAMES, FORMAT_VERSION, Counters, MemoryVariant, Polarity, Provenance
 from .protocol import MemoryStore
 
@@ -130,7 +130,7 @@ def record_to_variant(record: Any, *, expected_polarity: Polarity | None = None)
 
 
 def read_jsonl(path: str | os.PathLike) -> list[MemoryVariant]:
-    """Parse and validate a whole memory file; errors carry ``file:line``."""
+    """Parse, validate and mask (``secrets.masked``) a whole memory file; errors carry ``file:line``."""
     path = Path(path)
     expected = FILE_POLARITY.get(path.name)
     try:
@@ -144,7 +144,8 @@ def read_jsonl(path: str | os.PathLike) -> list[MemoryVariant]:
                 if not line.strip():
                     continue
                 try:
-                    variants.append(record_to_variant(parse_json(line), expected_polarity=expected))
+                    memory = record_to_variant(parse_json(line), expected_polarity=expected)
+                    variants.append(masked(memory, where="memory record")[0])     # credentials, as at record
                 except InvalidInputError as exc:
                     raise ImportFormatError(str(path), lineno, str(exc)) from None
         except UnicodeDecodeError as exc:
@@ -156,7 +157,7 @@ def import_jsonl(store: MemoryStore, paths: Iterable[str | os.PathLike]) -> list
     """Import memory files: every line of every file is validated before anything is stored."""
     variants: list[MemoryVariant] = []
     for path in paths:
-        variants.extend(masked_memory(v)[0] for v in read_jsonl(path))   # credentials, as at record
+        variants.extend(read_jsonl(path))
     return store.import_variants(variants)
 
 
