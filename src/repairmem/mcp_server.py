@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import threading
+import warnings
 import weakref
 from typing import Annotated, Any
 from urllib.parse import unquote, urlparse
@@ -299,7 +300,8 @@ def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar, opened)
             params = getattr(session, "client_params", None)
             if params is not None and getattr(params.capabilities, "roots", None) is not None:
                 try:
-                    with anyio.fail_after(1.0):
+                    with anyio.fail_after(1.0), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")      # roots are deprecated from MCP 2026-07-28 (SEP-2577)
                         roots = (await session.list_roots()).roots
                     project = next((_root_name(str(r.uri)) for r in roots if str(r.uri).startswith("file:")), None)
                 except Exception:  # noqa: BLE001 - a client that cannot list its roots: the server's folder

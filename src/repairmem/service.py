@@ -62,6 +62,7 @@ from .domains.sql import SQL_FIELDS
 from .domains.terminal import TERMINAL_FIELDS
 from .memory import Memory
 from .types import KINDS, Attempt, Episode, Outcome, Scope
+from .secrets import mask_secrets
 from .untrusted import inert
 from .vocabulary import agent_action, cause_words, plain_why
 
@@ -363,8 +364,8 @@ def recall(memory: Memory, request: Any) -> dict:
     ask = d["ask"]
     if ask is not None:
         ask = {**ask, "cause": cause_words(got.ask.failure_type, got.ask.root_cause), "why_unsure": why}
-    return {"recall_id": d["id"], "query_id": query_id, "action": action, "inject": got.injected, "text": d["text"],
-            "memory_ids": d["memory_ids"], "why": why,
+    return {"recall_id": d["id"], "query_id": mask_secrets(query_id), "action": action, "inject": got.injected,
+            "text": d["text"], "memory_ids": d["memory_ids"], "why": why,
             "cause": cause_words(got.diagnosis.family, got.diagnosis.root_cause), "ask": ask,
             "candidates": d["candidates"], "namespace": d["namespace"],
             "explain": {"gate_action": got.action, "reason": got.why, "diagnosis": d["diagnosis"]}}
@@ -390,7 +391,7 @@ def record(memory: Memory, request: Any) -> dict:
             "memory_id": None if stored is None else stored.id,
             "pattern": None if stored is None else stored.pattern.key,
             "polarity": None if stored is None else ("positive" if stored.polarity.value == "+" else "negative"),
-            "episode_id": episode_id, "query_id": query_id, "position": position,
+            "episode_id": episode_id, "query_id": mask_secrets(query_id), "position": position,
             "unverified": None if stored is None else stored.unverified}
 
 

@@ -34,8 +34,9 @@ ALLOWED = {
     "gate": BASE | {"classify", "retrieval", "store"},
     "domains": BASE | {"classify", "sql", "retrieval", "gate"},   # what SQL and terminal mean, behind one protocol
     "lifecycle": BASE,                                            # Memory's forget, correct, history
+    "vocabulary": BASE,                                           # the words an agent reads (service's answers)
     "memory": BASE | {"gate", "retrieval", "store", "domains", "lifecycle"},   # knows no domain: dispatches to them
-    "service": BASE | {"memory", "domains", "gate"},             # JSON in and out of Memory, for the CLI and MCP
+    "service": BASE | {"memory", "domains", "gate", "vocabulary"},             # JSON in and out of Memory, for the CLI and MCP
     "agents": BASE | {"memory", "domains", "sql", "llm"},        # memory only through Memory's verbs
     "bench": BASE | MID | {"memory", "agents", "domains"},
     "demo": BASE | MID | {"memory", "agents", "bench", "domains"},   # the main job: the benchmark's loop, live
