@@ -419,6 +419,8 @@ def _error_reply(line: str):
         code, message = types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message the server can read"
     except ValueError:
         obj, code, message = None, types.PARSE_ERROR, "Parse error: the line is not JSON"
+    except RecursionError:      # '[' * 100000: JSON, but nested deeper than any message (issue 44)
+        obj, code, message = None, types.INVALID_REQUEST, "Invalid Request: nested too deeply to be a message"
     rid = obj.get("id") if isinstance(obj, dict) else None
     if isinstance(rid, bool) or not isinstance(rid, (str, int)):
         rid = None

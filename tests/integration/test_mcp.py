@@ -203,15 +203,15 @@ def test_a_line_the_sdk_cannot_parse_gets_a_json_rpc_error_reply_and_the_server_
                   "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                              "clientInfo": {"name": "test", "version": "0"}}}
     lines = ["this is not json", json.dumps({"jsonrpc": "2.0", "id": 7, "method": 5}),
-             json.dumps({"id": "x", "method": "tools/list"}), json.dumps(initialize)]
+             json.dumps({"id": "x", "method": "tools/list"}), "[" * 100_000 + "]" * 100_000, json.dumps(initialize)]
     try:
         out, _ = proc.communicate("\n".join(lines) + "\n", timeout=120)
     finally:
         proc.kill()
     replies = [json.loads(line) for line in out.splitlines() if line.strip()]
-    assert [(r.get("id"), r.get("error", {}).get("code")) for r in replies[:3]] == [
-        (None, -32700), (7, -32600), ("x", -32600)], replies
-    assert replies[3]["id"] == 1 and "result" in replies[3]           # the server went on serving
+    assert [(r.get("id"), r.get("error", {}).get("code")) for r in replies[:4]] == [
+        (None, -32700), (7, -32600), ("x", -32600), (None, -32600)], replies
+    assert replies[4]["id"] == 1 and "result" in replies[4]           # the server went on serving (nesting too)
 
 
 def test_the_tools_publish_typed_schemas_and_take_a_coding_agents_words(tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from repairmem import InvalidInputError
 from repairmem.store import is_postgres_url, open_store
 from repairmem.store.postgres import PostgresMemoryStore
 from repairmem.store.protocol import MemoryStore
@@ -113,6 +114,13 @@ def test_every_store_member_a_caller_uses_is_declared():
 
 @pytest.mark.parametrize(("address", "postgres"), [
     ("postgresql://u@h/db", True), ("postgres://h/db", True), ("memory.db", False), (":memory:", False),
-    ("sqlite://x", False), (Path("postgresql://u@h/db"), False)])
+    (Path("postgresql://u@h/db"), False)])
 def test_the_address_alone_decides_the_backend(address, postgres):
     assert is_postgres_url(address) is postgres
+
+
+def test_a_url_of_another_database_is_refused_not_taken_for_a_file():
+    """``sqlite://x`` once opened a file named after the URL (issue 44, item 4): now refused, naming
+    only the scheme."""
+    with pytest.raises(InvalidInputError, match="store address sqlite:... is not one repairmem can open"):
+        is_postgres_url("sqlite://x")
