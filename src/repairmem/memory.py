@@ -80,6 +80,12 @@ class Recall:
         return bool(self.memory_ids)
 
     @property
+    def handle(self) -> str:
+        """The id without its secret part (``d12``): what a run record keeps, the same in a replay, and
+        no use to anyone else (feedback needs the whole id)."""
+        return self.id.split("-", 1)[0]
+
+    @property
     def tokens(self) -> int:
         """Prompt tokens of ``text`` (``gate.actions.estimate_tokens``: what the gate charges)."""
         return estimate_tokens(self.text)

@@ -114,7 +114,7 @@ def test_gated_answer_rows_lead_with_the_answer_and_score_abstention_on_the_same
     assert METHODS[name].reward == "outcome"
     twin, records = twin_record(out, name, seed)
     with AuditLog(out / "audit" / f"{name}-seed{seed}.db", create=False) as audit:
-        first = audit.get(twin["steps"][0]["gate"]["recall"])
+        first = audit.find(twin["steps"][0]["gate"]["recall"])
         assert first["features"][INDEX["lead_is_answer"]] == 1.0
         assert first["features"][INDEX["lead_same_namespace"]] == 1.0
         assert first["features"][INDEX["step_index"]] == 1.0

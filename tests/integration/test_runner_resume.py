@@ -83,7 +83,7 @@ def snapshot(out):
         last = max(folder.glob("*.json"), key=lambda p: int(p.stem))
         gates[folder.name] = (last.name, json.loads(last.read_text())["state"])
         with AuditLog(out / "audit" / f"{folder.name}.db", create=False) as log:
-            gates[folder.name + " audit"] = [(d["decision_id"], d["session"], d["action"], d["reward"])
+            gates[folder.name + " audit"] = [(d["decision_id"].split("-")[0], d["session"], d["action"], d["reward"])
                                              for d in log.decisions()]
     assert gates, "the gated stream should have saved its gate"
     return records, stores, gates

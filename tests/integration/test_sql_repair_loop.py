@@ -221,7 +221,7 @@ def test_gated_rows_refuse_foreign_schemas_inject_same_database_memory_and_learn
             for step in r["steps"]:
                 gate = step["gate"]
                 steps += 1
-                decision = audit.get(gate["recall"])
+                decision = audit.find(gate["recall"])
                 assert decision["reward"] == pytest.approx(gate["reward"]) and decision["session"] == r["example_id"]
                 candidates = store.get(step["retrieved"]["positive"])
                 foreign = [m.id for m in candidates if m.namespace != r["db_id"]]

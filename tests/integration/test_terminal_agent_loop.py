@@ -472,7 +472,7 @@ def test_gated_rung_decides_each_due_hint_learns_from_the_verifier_and_resumes_e
     hinted = [s["hint"] for r in records_of(full) for s in r["steps"] if s["hint"]]
     assert hinted, "the seeded store should offer hints"
     with AuditLog(full / "audit.db", create=False) as log:
-        decisions = {d["decision_id"]: d for d in log.decisions()}
+        decisions = {d["decision_id"].split("-")[0]: d for d in log.decisions()}     # by handle (Recall.handle)
     for hint in hinted:                       # every due hint was the gate's decision, and was rewarded
         gate = hint["gate"]
         assert hint["vetoed"] == (gate["action"] in ("abstain", "no_memory", "ask_feedback"))

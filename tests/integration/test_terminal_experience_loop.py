@@ -80,7 +80,7 @@ def test_a_scheduled_hint_stays_in_its_project_and_the_gate_judges_it_by_the_tas
     assert "Similar task (project quill)" in hint["text"] and "Established: changed .stamped" in hint["text"]
     assert sibling["passed"] and sibling["steps"][3]["command"] == "sh stamp.sh"
     with AuditLog(gated / "audit.db", create=False) as log:
-        decision = {d["decision_id"]: d for d in log.decisions()}[hint["gate"]["recall"]]
+        decision = log.find(hint["gate"]["recall"])
     features = json.loads(decision["features"]) if isinstance(decision["features"], str) else decision["features"]
     assert features[19:22] == [1.0, features[20], 1.0] and features[20] > 0.5      # same project, by task
     assert decision["reward"] == hint["gate"]["reward"] > 0                          # the reward reached the policy

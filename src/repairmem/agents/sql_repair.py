@@ -455,7 +455,7 @@ def _step(method: Method, memory: Memory | None, example: Example, current: _Att
         step["memory_tokens"] = recall.tokens if recall is not None else 0
     if method.gate is not None:
         feedback = step_feedback(recall, new, example.db_path, reward=method.reward)
-        step["gate"] = {"recall": recall.id, "action": recall.action, "injected": list(recall.memory_ids),
+        step["gate"] = {"recall": recall.handle, "action": recall.action, "injected": list(recall.memory_ids),
                         "why": recall.why, "feedback": sorted(k for k, v in feedback.items() if v),
                         "reward": round(memory.feedback(recall.id, **feedback), 6)}
     return step

@@ -489,6 +489,14 @@ class AuditLog:
             raise UnknownDecisionError(f"{self.path}: no decision {decision_id!r}")
         return rows[0]
 
+    def find(self, handle: str) -> dict[str, Any]:
+        """The decision a run record names by its handle (``d12``, ``Recall.handle``; an older record's
+        whole id works too): for reading one's own log. ``feedback`` and ``explain`` take whole ids only."""
+        rows = list(self._rows("WHERE d.decision_id = ? OR d.decision_id LIKE ?", (handle, f"{handle}-%")))
+        if len(rows) != 1:
+            raise UnknownDecisionError(f"{self.path}: no decision {handle!r}")
+        return rows[0]
+
     def decisions(self, *, policy: str | None = None) -> Iterator[dict[str, Any]]:
         return self._rows("WHERE d.policy = ?", (policy,)) if policy else self._rows()
 

@@ -79,7 +79,7 @@ def _due_hint(task: TaskSpec, experience: Experience, setting: MemorySetting, t:
               "memory_id": source.memory_id, "score": round(score, 6), "text": hint.text,
               "vetoed": not found.allowed or bool(veto(hint))}
     if experience.gated:
-        record["gate"] = {"recall": found.recall.id, "action": found.recall.action, "why": found.recall.why}
+        record["gate"] = {"recall": found.recall.handle, "action": found.recall.action, "why": found.recall.why}
     return hint, found, record
 
 
