@@ -77,4 +77,7 @@ def masked_memory(memory):
                   for k, vs in memory.signatures.items()}
     if signatures != dict(memory.signatures):
         changed["signatures"] = signatures
+    seen = tuple(mask_secrets(step) for step in memory.seen)     # the failed steps of its repeats
+    if seen != memory.seen:
+        changed["seen"] = seen
     return (replace(memory, **changed) if changed else memory), sorted(changed)

@@ -281,3 +281,23 @@ def test_a_top3_carries_no_look_alike_that_the_gate_would_refuse_alone(memory):
     assert result.decision.action is Action.TOP3_SUMMARY and result.payload.memory_ids == (1, 3)
     alone = Gate(RSCBMC()).decide(profile, [(lookalike, 0.8)])
     assert not alone.injected                        # the bar: the gate refuses the look-alike on its own
+
+
+def test_no_credential_rides_in_the_steps_seen(tmp_path, memory):
+    """A failed step with a key in it is masked at record, and an imported ``seen`` is masked as the
+    other texts are (AWS's own example key, from the IAM docs' 'Unique identifiers')."""
+    key = "AKIAIOSFODNN7EXAMPLE"
+    memory.record(django_repeat(0))
+    memory.record(episode(1, f"AWS_ACCESS_KEY_ID={key} pytest tests/test_cart.py",
+                          DJANGO_LOG.format(test="tests/test_cart.py"), MIGRATE))
+    [m] = memory.memories()
+    assert len(m.seen) == 2 and key not in " ".join(m.seen)
+    with open_store(tmp_path / "memory.db") as s:
+        export_jsonl(s, tmp_path / "out")
+    line = (tmp_path / "out" / "positive.jsonl").read_text()
+    (tmp_path / "out" / "positive.jsonl").write_text(line.replace("pytest tests/test_cart.py", f"{key} pytest"))
+    assert key in (tmp_path / "out" / "positive.jsonl").read_text()
+    with open_store(tmp_path / "copy.db") as s:
+        import_jsonl(s, [tmp_path / "out" / "positive.jsonl"])
+        [copy] = s.all_variants()
+    assert len(copy.seen) == 2 and key not in " ".join(copy.seen)
