@@ -146,7 +146,8 @@ def test_a_failure_of_unknown_cause_keeps_its_failed_step_in_the_identity(memory
     ("npx jest src/orders.test.ts", "npx jest src/cart.spec.ts"),
     ("lsof -ti:3000 | xargs kill", "lsof -ti:5173 | xargs kill"),
     ("cd /home/ana/shop && python manage.py migrate", "cd C:\\src\\shop && python manage.py migrate"),
-    ("pip install --cache-dir=/tmp/pip-1 -r requirements.txt", "pip install --cache-dir=/var/cache/pip -r requirements.txt"),
+    ("pip install --cache-dir=/tmp/pip-1 -r requirements.txt",
+     "pip install --cache-dir=/var/cache/pip -r requirements.txt"),
     ("git checkout 3f2a9bc -- orders/models.py", "git checkout 9e41d07 -- orders/models.py"),
     ("pip install django==4.2.11", "pip install django==4.2.13"),
 ])

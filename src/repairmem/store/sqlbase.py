@@ -215,24 +215,23 @@ class SQLStoreBase:
                 m = MemoryVariant(kind="terminal", polarity=polarity, namespace=namespace, failure_type=family,
                                   root_cause=root, question=question, before=before, after=after, outcome=outcome,
                                   signatures=json.loads(signatures))
-            except (InvalidInputError, TypeError, ValueError):    # a damaged row keeps its key; integrity checks name it
+            except (InvalidInputError, TypeError, ValueError):    # damage: the row keeps its key
                 continue
             groups.setdefault(m.transition_key, []).append((int(vid), key, m))
-        at = _now()
+        at, names = _now(), ", ".join(COUNTER_NAMES)
+        add = ", ".join(f"{n} = {n} + {p}" for n in COUNTER_NAMES)
         for key, rows in groups.items():
             (kept, old_key, memory), repeats = rows[0], rows[1:]
             steps = memory.variants_seen
             for vid, _, repeat in repeats:
-                counts = db.execute(f"SELECT {', '.join(COUNTER_NAMES)}, unverified FROM variants WHERE id = {p}",
-                                    (vid,)).fetchone()
-                db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + {p}" for n in COUNTER_NAMES)
-                           + f", unverified = unverified * {p} WHERE id = {p}", (*counts, kept))
-                for ns, *c in db.execute(f"SELECT namespace, {', '.join(COUNTER_NAMES)} FROM namespace_counters "
-                                         f"WHERE variant_id = {p}", (vid,)).fetchall():
+                counts = db.execute(f"SELECT {names}, unverified FROM variants WHERE id = {p}", (vid,)).fetchone()
+                db.execute(f"UPDATE variants SET {add}, unverified = unverified * {p} WHERE id = {p}", (*counts, kept))
+                for ns, *c in db.execute(f"SELECT namespace, {names} FROM namespace_counters WHERE variant_id = {p}",
+                                         (vid,)).fetchall():
                     db.execute(f"INSERT INTO namespace_counters (variant_id, namespace) VALUES ({p}, {p}) "
                                "ON CONFLICT (variant_id, namespace) DO NOTHING", (kept, ns))
-                    db.execute("UPDATE namespace_counters SET " + ", ".join(f"{n} = {n} + {p}" for n in COUNTER_NAMES)
-                               + f" WHERE variant_id = {p} AND namespace = {p}", (*c, kept, ns))
+                    db.execute(f"UPDATE namespace_counters SET {add} WHERE variant_id = {p} AND namespace = {p}",
+                               (*c, kept, ns))
                 db.execute(f"UPDATE episodes SET variant_id = {p} WHERE variant_id = {p}", (kept, vid))
                 for table in ("embeddings", "namespace_counters"):
                     db.execute(f"DELETE FROM {table} WHERE variant_id = {p}", (vid,))
