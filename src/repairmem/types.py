@@ -237,12 +237,18 @@ class MemoryVariant:
     counters: Counters = Counters()
     id: int | None = None
     unverified: bool = False    # recorded on a caller's word alone (no check ran) and no verified reuse since
+    # the failed steps repeats of this failure came with (``consolidates``: distinct, the newest last, at
+    # most SEEN_MAX); empty while only ``before`` was seen
+    seen: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "polarity", Polarity.parse(self.polarity))
         object.__setattr__(self, "outcome", Outcome.parse(self.outcome))
         object.__setattr__(self, "provenance", tuple(self.provenance))
         object.__setattr__(self, "signatures", MappingProxyType(dict(self.signatures)))
+        object.__setattr__(self, "seen", tuple(self.seen))
+        for step in self.seen:
+            check_str(step, "memory seen step")
         for name in ("kind", "namespace", "failure_type"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
                 raise InvalidInputError(f"memory {name} must be a non-empty string")
@@ -284,14 +290,43 @@ class MemoryVariant:
         return Pattern(self.kind, self.failure_type, self.root_cause or self.failure_subtype)
 
     @property
+    def consolidates(self) -> bool:
+        """Whether repeats of this memory merge by cause and fix rather than by failed step: a terminal
+        repair whose classifier named a known family and root cause (docs/design.md, "Consolidation").
+        The terminal agent's verified steps (``signatures`` has ``step``) are facts of one run, not
+        repairs, and an unknown cause says too little to stand for the failure: both keep the step."""
+        return (self.kind == "terminal" and "step" not in self.signatures and bool(self.root_cause)
+                and "unknown" not in (self.failure_type, self.root_cause) and self.failure_type != ANSWER)
+
+    @property
     def transition_key(self) -> str:
         """Identity for merging duplicates: kind, namespace, polarity, failure type, normalized
-        transition; for an answer also its question (an answer is found by its question)."""
+        transition; for an answer also its question (an answer is found by its question). For a
+        memory that ``consolidates``, the root cause and the normalized fix stand for the transition:
+        the failed command of a repeat (another test file) differs, its cause and fix do not."""
+        if self.consolidates:
+            return "\x1f".join(("terminal-cause", self.namespace, self.polarity.value, self.failure_type,
+                                 self.root_cause, normalize_fix(self.after)))
         norm = normalize_sql if self.kind == "sql" else normalize_command
         parts = (self.kind, self.namespace, self.polarity.value, self.failure_type, norm(self.before), norm(self.after))
         if self.failure_type == ANSWER:
             parts += (" ".join(self.question.lower().split()),)
         return "\x1f".join(parts)
+
+    @property
+    def support(self) -> int:
+        """How many episodes observed this memory (its provenance: a consolidated repeat adds one)."""
+        return len(self.provenance)
+
+    @property
+    def last_seen(self) -> int:
+        """Latest stream position at which this memory was observed (0 without provenance)."""
+        return max((p.source_pos for p in self.provenance), default=0)
+
+    @property
+    def variants_seen(self) -> tuple[str, ...]:
+        """The failed steps this memory was recorded from: ``seen``, or ``before`` alone."""
+        return self.seen or ((self.before,) if self.before else ())
 
     @property
     def source_pos(self) -> int:
@@ -350,6 +385,49 @@ def normalize_sql(sql: str) -> str:
 def normalize_command(command: str) -> str:
     """Whitespace-collapsed command text (shell commands are case-sensitive)."""
     return " ".join(command.split())
+
+
+SEEN_MAX = 5     # the failed steps a consolidated memory lists (``MemoryVariant.seen``)
+
+
+def seen_after(kept: tuple[str, ...], repeat: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``seen`` of a memory whose failed steps were ``kept`` (its ``variants_seen``) once a repeat
+    that came with the steps ``repeat`` is merged into it: distinct up to white space, a step seen
+    again moved to the end, the last ``SEEN_MAX``; empty when one step is all there is."""
+    steps = list(kept)
+    for step in repeat:
+        steps = [s for s in steps if normalize_command(s) != normalize_command(step)] + [step]
+    return tuple(steps[-SEEN_MAX:]) if len(steps) > 1 else ()
+
+
+def _is_test_file(token: str) -> bool:
+    stem, dot, ext = token.rpartition(".")
+    return bool(dot and stem and ext.isalnum()) and (
+        stem.startswith("test_") or stem.endswith(("_test", ".test", ".spec", "_spec", "Test", "Tests")))
+
+
+_HEX_ID = re.compile(r"(?<![0-9a-z])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![0-9a-z])", re.IGNORECASE)
+_DIGITS = re.compile(r"\d+")
+
+
+def normalize_fix(command: str) -> str:
+    """A fix command with what varies between repeats of one failure masked, for the identity of a
+    consolidated memory: a token naming a path (holding ``/`` or ``\\``; after ``--opt=`` its value) or
+    a test file (``test_x.py``, ``x.spec.ts``) -> ``<path>``, a URL -> ``<url>``, a commit-like hex id ->
+    ``<hex>``, each run of digits (numbers, ports, versions) -> ``<n>``. Words, flags, quoted text
+    and case stay (``npm ci`` and ``rm -rf node_modules && npm install`` stay apart); white space
+    collapses. Token by token, linear in the length of the command."""
+    out = []
+    for token in command.split():
+        prefix, eq, value = token.partition("=") if token.startswith("-") and "=" in token else ("", "", token)
+        if "://" in value:
+            value = "<url>"
+        elif "/" in value or "\\" in value or _is_test_file(value):
+            value = "<path>"
+        else:
+            value = _DIGITS.sub("<n>", _HEX_ID.sub("<hex>", value))
+        out.append(prefix + eq + value)
+    return " ".join(out)
 
 
 def memory_from_episode(episode: Episode, *, context: str | None = None) -> MemoryVariant | None:

@@ -18,6 +18,11 @@ anyio = pytest.importorskip("anyio")
 from tests.integration.test_mcp import EPISODE, FAILURE, _error, _payload, _session_run  # noqa: E402
 
 
+# the tests each episode's fix runs: each its own fix (fixes that differ by a number are one memory:
+# ``types.normalize_fix``)
+TESTS = ["orders", "cart", "users", "refunds", "invoices", "checkout"]
+
+
 def cli(*argv, stdin: str = "") -> tuple[int, dict]:
     code, out, err = run_cli(*argv, "--json", stdin=stdin)
     return code, json.loads(out) if out.strip() else {"stderr": err}
@@ -58,7 +63,7 @@ def test_a_bound_servers_stats_count_only_its_namespaces(tmp_path):
         for i, namespace in enumerate(("proj-a", "proj-a", "proj-b")):
             _payload(await session.call_tool("record", {**EPISODE, "namespace": namespace, "query_id": f"q{i}",
                                                         "attempts": [EPISODE["attempts"][0], {
-                                                            "command": f".venv/bin/python -m pytest -k t{i}",
+                                                            "command": f".venv/bin/python -m pytest -k {TESTS[i]}",
                                                             "outcome": "CORRECT"}]}))
         return _payload(await session.call_tool("stats", {}))
 
@@ -98,7 +103,7 @@ def test_forgetting_a_whole_namespace_needs_confirmation_on_mcp_and_the_cli(tmp_
     refusal says how many memories would go and how to confirm, and forgets nothing."""
     def episode(i):
         return {**EPISODE, "query_id": f"q{i}", "attempts": [EPISODE["attempts"][0], {
-            "command": f".venv/bin/python -m pytest -k t{i}", "outcome": "CORRECT"}]}
+            "command": f".venv/bin/python -m pytest -k {TESTS[i]}", "outcome": "CORRECT"}]}
 
     async def body(session):
         ids = [_payload(await session.call_tool("record", episode(i)))["memory_id"] for i in range(2)]

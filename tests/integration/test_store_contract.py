@@ -395,7 +395,8 @@ def test_migration_from_older_version_applies_missing_steps(target, monkeypatch)
 def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_open(target):
     """v3 only adds indexes (episodes by position; on SQLite also the mirror's variant columns), v4 the
     table of counted feedback keys, v5 the lifecycle log and the counters per namespace: a v2 store
-    still opens read-only and reads as it is (older refused), and the first writing open creates them."""
+    still opens read-only and reads as it is (older refused), and the first writing open creates them
+    (and v7's column of the steps a consolidated memory saw)."""
     from repairmem.store import postgres, sqlite
     backend = postgres if is_pg(target) else sqlite
     with open_store(target) as s:
@@ -407,18 +408,20 @@ def test_a_store_one_index_behind_is_read_as_it_is_and_upgraded_by_a_writing_ope
     for table in ("feedback_keys", "lifecycle", "namespace_counters"):
         db.execute(f"DROP TABLE {table}")
     db.execute("ALTER TABLE variants DROP COLUMN unverified")
+    db.execute("ALTER TABLE variants DROP COLUMN seen")
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with open_store(target, read_only=True) as s:
         assert s.schema_version == 2 and s.max_position() == 4 and len(s) == 1
         assert s.eligible_ids(position=5, query_id="x", namespace="db1").tolist() == [1]
         assert s.lifecycle_mark() == 0 and s.history(1) == [] and s.namespace_counters([1]) == {}
+        assert s.get([1])[0].seen == () and s.get([1])[0].support == 1
     assert _indexes(db, target) == {"episodes_by_variant"}       # the read-only open changed nothing
     db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with pytest.raises(StoreError, match="older"):
         open_store(target, read_only=True)
     db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with open_store(target) as s:
-        assert s.schema_version == backend.SCHEMA_VERSION == 6 and s.max_position() == 4
+        assert s.schema_version == backend.SCHEMA_VERSION == 7 and s.max_position() == 4
         assert s.record_feedback(1, key="k", uses=1) and not s.record_feedback(1, key="k", uses=1)
         assert s.forget([1]) == [1]
     assert _indexes(db, target) == {"episodes_by_variant", "lifecycle_by_variant",

@@ -27,7 +27,7 @@ from typing import Callable, Mapping, Sequence
 from ..errors import InvalidInputError, StoreError
 from ..files import read_checked, write_checked
 from ..types import Counters, MemoryVariant
-from .actions import ACTIONS, Action, Payload, estimate_tokens, render, render_resolution
+from .actions import ACTIONS, PAYLOAD_K, Action, Payload, estimate_tokens, render, render_resolution
 from .audit import AuditLog, UnknownDecisionError
 from .features import FeatureExtractor, QueryProfile
 from .policies import OVERRIDE_CHECKS, CorruptStateError, Decision, Policy, make_policy, save_policy, saved_policy
@@ -218,6 +218,8 @@ class Gate:
                       "verified outside it: it can only be asked about")
         elif memories and memories[0].id not in ask_only:
             memories = [m for m in memories if m.id not in ask_only]
+        if PAYLOAD_K.get(decision.action, 1) > 1 and profile.kind == "terminal" and len(memories) > 1:
+            memories = self._admitted(profile, order, memories, counters)
         payload, resolution = render(decision.action, memories, home=home), ""
         if reason is not None:
             payload = replace(payload, note=reason)
@@ -246,6 +248,14 @@ class Gate:
                                                      namespace=namespace, reason=reason)
         return GateResult(decision_id, decision, payload, tuple(candidates), session, resolution, lead_id,
                           tokens=injected_tokens, namespace=namespace)
+
+    def _admitted(self, profile: QueryProfile, order: Sequence, memories: list, counters) -> list:
+        """``memories`` (the lead first) without the followers the policy would not inject on their own
+        evidence, each judged as if it led (``Policy.admits``): an injection never carries a candidate
+        the gate would have refused alone. Terminal only: SQL's payloads stay as they were measured."""
+        candidate = {id(_memory(c)): c for c in order}
+        return memories[:1] + [m for m in memories[1:] if self.policy.admits(
+            *self.extractor.extract_evidence(profile, [candidate[id(m)]], counters=counters))]
 
     def reopen(self, decision_id: str) -> GateResult:
         """The result of an audited decision that has no reward yet, rebuilt from the audit log, so

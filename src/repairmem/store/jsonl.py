@@ -17,7 +17,9 @@ reference query, reference rows) can ride along, and ``signatures`` holds only t
 ``types.SIGNATURE_FIELDS``. Each line is read by ``check.parse_json`` (no duplicate keys, no NaN,
 no deep nesting), ``format_version`` is the int 3, optional fields, when present, have their type
 (``counters: null`` is an error, not zero counters), and every provenance entry names the memory's
-own namespace (or none). ``"unverified": true`` keeps the mark of a memory no check confirmed. ``id`` is informational; the importing store assigns its own. An import
+own namespace (or none). ``"unverified": true`` keeps the mark of a memory no check confirmed;
+``"seen"`` lists the failed steps a consolidated memory was recorded from (``MemoryVariant.seen``), and
+its support is its provenance. ``id`` is informational; the importing store assigns its own. An import
 parses and validates every line of every file first and then stores everything in one
 transaction: a bad line anywhere means nothing is stored.
 """
@@ -40,12 +42,13 @@ FILE_POLARITY = {"positive.jsonl": Polarity.POSITIVE, "negative.jsonl": Polarity
 REQUIRED = ("format_version", "kind", "polarity", "namespace", "failure_type", "question", "transition",
             "outcome", "provenance")
 OPTIONAL = ("failure_subtype", "root_cause", "context", "failure_context", "error", "signatures", "counters", "id",
-            "unverified")
+            "unverified", "seen")
 PROVENANCE_FIELDS = ("source_query", "episode_id", "source_pos", "method", "namespace")
 
 
 def variant_to_record(memory: MemoryVariant) -> dict[str, Any]:
-    """One line of the export; ``unverified`` only when set (so a verified memory's line is as before)."""
+    """One line of the export; ``unverified`` and ``seen`` only when set (so a verified memory's line,
+    and one that no repeat with another failed step was merged into, is as before)."""
     return {
         "format_version": FORMAT_VERSION,
         "kind": memory.kind,
@@ -65,6 +68,7 @@ def variant_to_record(memory: MemoryVariant) -> dict[str, Any]:
         "counters": {name: getattr(memory.counters, name) for name in COUNTER_NAMES},
         "id": memory.id,
         **({"unverified": True} if memory.unverified else {}),
+        **({"seen": list(memory.seen)} if memory.seen else {}),
     }
 
 
@@ -113,6 +117,9 @@ def record_to_variant(record: Any, *, expected_polarity: Polarity | None = None)
     unverified = record.get("unverified", False)
     if not isinstance(unverified, bool):
         raise InvalidInputError(f"unverified must be true or false, got {json_type(unverified)}")
+    seen = record.get("seen", [])
+    if not isinstance(seen, list) or not all(isinstance(step, str) for step in seen):
+        raise InvalidInputError("seen must be an array of strings (the failed steps of a consolidated memory)")
     memory = MemoryVariant(
         kind=record["kind"], polarity=record["polarity"], namespace=record["namespace"],
         failure_type=record["failure_type"], question=record["question"],
@@ -120,7 +127,7 @@ def record_to_variant(record: Any, *, expected_polarity: Polarity | None = None)
         failure_subtype=record.get("failure_subtype", ""), root_cause=record.get("root_cause", ""),
         context=record.get("context", ""), failure_context=record.get("failure_context", ""),
         error=record.get("error", ""), signatures=signatures, provenance=tuple(provs),
-        counters=Counters(**counters), unverified=unverified)
+        counters=Counters(**counters), unverified=unverified, seen=tuple(seen))
     if record.get("id") is not None:
         check_int(record["id"], "id", low=0, high=INT64_MAX, note=" or null")
     if expected_polarity is not None and memory.polarity is not expected_polarity:

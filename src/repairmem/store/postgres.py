@@ -38,7 +38,7 @@ from ..sqlite_wal import check_writable
 from ..types import COUNTER_NAMES, MemoryVariant, Provenance
 from .mirror import paused_gc
 from .protocol import Embedder
-from .sqlbase import V6_POSTGRES_MIGRATION, v5_migration, SQLStoreBase
+from .sqlbase import V6_POSTGRES_MIGRATION, V7_MIGRATION, v5_migration, SQLStoreBase
 from .sqlite import SQLiteMemoryStore, _Mirror, _variant_from_row
 
 try:
@@ -121,6 +121,9 @@ MIGRATIONS: list[list[str]] = [
     [   # v6: the lifecycle log records a person's trust (as SQLite's v6)
         *V6_POSTGRES_MIGRATION,
     ],
+    [   # v7: the failed steps a consolidated memory was recorded from (then ``_consolidate_v7``, as SQLite's v7)
+        *V7_MIGRATION,
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_FROM = 2   # v3 only adds an index, v4 a table only writes use: a read-only open reads a v2 store as it is
@@ -187,6 +190,7 @@ class PostgresMemoryStore(SQLStoreBase):
         self.read_only = read_only
         self._mirror = _Mirror()
         self._v5: bool | None = None
+        self._v7: bool | None = None
         self._url, self._timeout = url, max(1, int(connect_timeout_s))
         self._closed = False
         self._db = self._connect()
@@ -301,6 +305,8 @@ class PostgresMemoryStore(SQLStoreBase):
                 for statements in MIGRATIONS[version:]:
                     for statement in statements:
                         db.execute(statement)
+                if 0 < version < 7 <= SCHEMA_VERSION:
+                    self._consolidate_v7(db)
                 if version < SCHEMA_VERSION:
                     db.execute("INSERT INTO meta (key, value) VALUES ('application', %s), ('schema_version', %s) "
                                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
@@ -401,16 +407,18 @@ class PostgresMemoryStore(SQLStoreBase):
         if not ids:
             return []
         found = {}
+        seen = "v.seen" if self._has_v7() else "'[]'"     # a read-only open of an older store: none
+        marks = f"{'v.unverified' if self._has_v5() else '0'}, {seen}"
         for row in self._db.execute(   # one statement: a variant and its provenance from one snapshot
-                f"SELECT {_VARIANT_COLUMNS}, {'v.unverified' if self._has_v5() else '0'}, (SELECT coalesce(json_agg(json_build_array(e.source_query, "
+                f"SELECT {_VARIANT_COLUMNS}, {marks}, (SELECT coalesce(json_agg(json_build_array(e.source_query, "
                 "e.episode_id, e.source_pos, e.method, e.namespace) ORDER BY e.source_pos, e.id), '[]'::json) "
                 "FROM episodes e WHERE e.variant_id = v.id) FROM variants v WHERE v.id = ANY(%s::bigint[])", (ids,)):
             found[row[0]] = row
         missing = [i for i in ids if i not in found]
         if missing:
             raise InvalidInputError(f"{self.path}: no memory with id {missing[0]}")
-        return [_variant_from_row(found[i][:-2], [Provenance(*p) for p in found[i][-1]], where=self.path,
-                                  unverified=found[i][-2]) for i in ids]
+        return [_variant_from_row(found[i][:-3], [Provenance(*p) for p in found[i][-1]], where=self.path,
+                                  unverified=found[i][-3], seen=found[i][-2]) for i in ids]
 
     def all_variants(self) -> list[MemoryVariant]:
         return self.get([r[0] for r in self._db.execute("SELECT id FROM variants ORDER BY id")])

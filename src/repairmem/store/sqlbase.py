@@ -18,7 +18,7 @@ import numpy as np
 
 from ..check import check_int
 from ..errors import InvalidInputError, StoreError
-from ..types import COUNTER_NAMES, Counters, Episode, MemoryVariant, Provenance
+from ..types import COUNTER_NAMES, Counters, Episode, MemoryVariant, Provenance, seen_after
 from .protocol import Embedder
 
 
@@ -68,6 +68,12 @@ V6_POSTGRES_MIGRATION = [    # the same on PostgreSQL, which changes the constra
     "ALTER TABLE lifecycle ADD CONSTRAINT lifecycle_action_check CHECK (action IN ('forget', 'correct', 'trust'))"]
 
 
+# Store schema v7 on both backends: the failed steps a consolidated memory was recorded from
+# (``MemoryVariant.seen``, a JSON list); ``SQLStoreBase._consolidate_v7`` then gives an older store's
+# terminal memories v7's identity. Shipped: never edit.
+V7_MIGRATION = ["ALTER TABLE variants ADD COLUMN seen TEXT NOT NULL DEFAULT '[]'"]
+
+
 class SQLStoreBase:
     """``finalize``, ``import_variants``, ``record_feedback``, ``stats`` over a backend's dialect hooks."""
 
@@ -80,6 +86,7 @@ class SQLStoreBase:
     path: str
     embedder: Embedder | None
     _db: object             # the backend's connection
+    _v7: bool | None        # whether the store has v7's column (``_has_v7``), None until asked
 
     # -- dialect hooks -----------------------------------------------------------------------
 
@@ -118,7 +125,7 @@ class SQLStoreBase:
                                         f"differs from the episode's {episode.namespace!r}")
             memory = memory.with_(provenance=(Provenance(episode.query_id, episode.episode_id, episode.position,
                                                          episode.method, episode.namespace),),
-                                  counters=Counters())
+                                  counters=Counters(), seen=())
         final = episode.attempts[-1].outcome.value if episode.attempts else None
         with self._write() as db:
             existing = db.execute("SELECT variant_id, source_query, source_pos FROM episodes WHERE episode_id = "
@@ -146,7 +153,8 @@ class SQLStoreBase:
         return variant_id
 
     def _upsert_variant(self, db, memory: MemoryVariant) -> tuple[int, bool]:
-        """(variant id, whether it is new): merge into an existing transition or insert a new one."""
+        """(variant id, whether it is new): merge into an existing transition or insert a new one. A
+        repeat merged into a memory that ``consolidates`` adds its failed steps to the memory's ``seen``."""
         p = self.PARAM
         key = memory.transition_key
         row = db.execute(f"SELECT id FROM variants WHERE transition_key = {p}", (key,)).fetchone()
@@ -156,22 +164,86 @@ class SQLStoreBase:
             if any(getattr(memory.counters, n) for n in COUNTER_NAMES):
                 db.execute("UPDATE variants SET " + ", ".join(f"{n} = {n} + {p}" for n in COUNTER_NAMES)
                            + f" WHERE id = {p}", [getattr(memory.counters, n) for n in COUNTER_NAMES] + [row[0]])
+            if memory.consolidates and self._has_v7():
+                self._add_seen(db, row[0], memory)
             return row[0], False
         pattern = memory.pattern
         db.execute(self.INSERT_PATTERN, (pattern.kind, pattern.failure_type, pattern.root_cause))
         pattern_id = db.execute(f"SELECT id FROM patterns WHERE kind = {p} AND failure_type = {p} AND root_cause = {p}",
                                 (pattern.kind, pattern.failure_type, pattern.root_cause)).fetchone()[0]
+        seen = (", seen", (json.dumps(list(memory.seen)),)) if self._has_v7() else ("", ())
         variant_id = self._insert_id(
             db, f"INSERT INTO variants ({self.NEW_ID[0]}pattern_id, transition_key, kind, polarity, namespace, "
             "failure_type, failure_subtype, root_cause, question, context, failure_context, before, after, outcome, "
             "error, signatures, unverified, " + ", ".join(COUNTER_NAMES)
-            + f") VALUES ({self.NEW_ID[1]}{self._marks(22)})",
+            + f"{seen[0]}) VALUES ({self.NEW_ID[1]}{self._marks(22 + len(seen[1]))})",
             (pattern_id, key, memory.kind, memory.polarity.value, memory.namespace, memory.failure_type,
              memory.failure_subtype, memory.root_cause, memory.question, memory.context, memory.failure_context,
              memory.before, memory.after, memory.outcome.value, memory.error,
              json.dumps(dict(memory.signatures), sort_keys=True), int(memory.unverified),
-             *(getattr(memory.counters, n) for n in COUNTER_NAMES)))
+             *(getattr(memory.counters, n) for n in COUNTER_NAMES), *seen[1]))
         return variant_id, True
+
+    def _add_seen(self, db, variant_id: int, repeat: MemoryVariant) -> None:
+        """Fold ``repeat``'s failed steps into memory ``variant_id``'s ``seen`` (``types.seen_after``)."""
+        p = self.PARAM
+        before, seen = db.execute(f"SELECT before, seen FROM variants WHERE id = {p}", (variant_id,)).fetchone()
+        current = tuple(json.loads(seen))
+        merged = seen_after(current or ((before,) if before else ()), repeat.variants_seen)
+        if merged != current:
+            db.execute(f"UPDATE variants SET seen = {p} WHERE id = {p}", (json.dumps(list(merged)), variant_id))
+
+    def _has_v7(self) -> bool:
+        """Whether the store holds v7's ``seen`` column (a read-only open reads older stores as they are)."""
+        if self._v7 is None:
+            self._v7 = self.schema_version >= 7
+        return self._v7
+
+    def _consolidate_v7(self, db) -> None:
+        """Give an older store's terminal memories v7's identity (``MemoryVariant.transition_key``), in the
+        migration's transaction. Repeats that it kept apart (one cause, one fix, another failed step)
+        merge into the oldest of them: it takes their episodes (its support), counters and failed steps,
+        and each merged memory leaves a ``forget`` tombstone naming the one it went into (the mirror and
+        the index drop it as they drop a forgotten memory). Its corrections and trust stay its own."""
+        p = self.PARAM
+        groups: dict[str, list[tuple[int, str, MemoryVariant]]] = {}
+        for vid, key, *fields in db.execute(
+                "SELECT id, transition_key, polarity, namespace, failure_type, root_cause, question, before, after, "
+                "outcome, signatures FROM variants WHERE kind = 'terminal' ORDER BY id").fetchall():
+            polarity, namespace, family, root, question, before, after, outcome, signatures = fields
+            try:
+                m = MemoryVariant(kind="terminal", polarity=polarity, namespace=namespace, failure_type=family,
+                                  root_cause=root, question=question, before=before, after=after, outcome=outcome,
+                                  signatures=json.loads(signatures))
+            except (InvalidInputError, TypeError, ValueError):    # damage: the row keeps its key
+                continue
+            groups.setdefault(m.transition_key, []).append((int(vid), key, m))
+        at, names = _now(), ", ".join(COUNTER_NAMES)
+        add = ", ".join(f"{n} = {n} + {p}" for n in COUNTER_NAMES)
+        for key, rows in groups.items():
+            (kept, old_key, memory), repeats = rows[0], rows[1:]
+            steps = memory.variants_seen
+            for vid, _, repeat in repeats:
+                counts = db.execute(f"SELECT {names}, unverified FROM variants WHERE id = {p}", (vid,)).fetchone()
+                db.execute(f"UPDATE variants SET {add}, unverified = unverified * {p} WHERE id = {p}", (*counts, kept))
+                for ns, *c in db.execute(f"SELECT namespace, {names} FROM namespace_counters WHERE variant_id = {p}",
+                                         (vid,)).fetchall():
+                    db.execute(f"INSERT INTO namespace_counters (variant_id, namespace) VALUES ({p}, {p}) "
+                               "ON CONFLICT (variant_id, namespace) DO NOTHING", (kept, ns))
+                    db.execute(f"UPDATE namespace_counters SET {add} WHERE variant_id = {p} AND namespace = {p}",
+                               (*c, kept, ns))
+                db.execute(f"UPDATE episodes SET variant_id = {p} WHERE variant_id = {p}", (kept, vid))
+                for table in ("embeddings", "namespace_counters"):
+                    db.execute(f"DELETE FROM {table} WHERE variant_id = {p}", (vid,))
+                db.execute("INSERT INTO lifecycle (action, variant_id, namespace, original, replacement, actor, reason, "
+                           f"at) VALUES ('forget', {self._marks(7)})",
+                           (vid, repeat.namespace, "", None, "repairmem", f"merged into memory #{kept}: the same "
+                            "cause and fix (store schema v7)", at))
+                db.execute(f"DELETE FROM variants WHERE id = {p}", (vid,))
+                steps = seen_after(steps, repeat.variants_seen) or steps
+            if key != old_key or repeats:
+                db.execute(f"UPDATE variants SET transition_key = {p}, seen = {p} WHERE id = {p}",
+                           (key, json.dumps(list(steps if len(steps) > 1 else ())), kept))
 
     def _store_vectors(self, db, new: list[tuple[int, MemoryVariant]]) -> None:
         if self.embedder is None or not new:

@@ -32,7 +32,7 @@ from ..types import COUNTER_NAMES, Counters, MemoryVariant, Outcome, Polarity, P
 from .mirror import Mirror as _Mirror
 from .mirror import paused_gc
 from .protocol import Embedder
-from .sqlbase import v5_migration, v6_sqlite_migration, SQLStoreBase
+from .sqlbase import V7_MIGRATION, v5_migration, v6_sqlite_migration, SQLStoreBase
 
 APPLICATION_ID = 0x52504D4D  # "RPMM": marks a file as a repairmem store
 
@@ -105,6 +105,9 @@ MIGRATIONS: list[list[str]] = [
     [   # v6: the lifecycle log records a person's trust (a memory trusted abroad on their word)
         *v6_sqlite_migration(),
     ],
+    [   # v7: the failed steps a consolidated memory was recorded from (then ``_consolidate_v7``)
+        *V7_MIGRATION,
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_FROM = 2   # v3 only adds indexes, v4 a table only writes use: a read-only open reads a v2 store as it is
@@ -138,6 +141,7 @@ class SQLiteMemoryStore(SQLStoreBase):
         self.read_only = read_only
         self._mirror = _Mirror()
         self._v5: bool | None = None
+        self._v7: bool | None = None
         self._seen_data_version: int | None = None
         self._own_writes = 0
         self._seen_own_writes = -1
@@ -191,6 +195,8 @@ class SQLiteMemoryStore(SQLStoreBase):
             for statements in MIGRATIONS[version:]:
                 for statement in statements:
                     db.execute(statement)
+            if 0 < version < 7 <= SCHEMA_VERSION:
+                self._consolidate_v7(db)
             if version < SCHEMA_VERSION:
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
@@ -414,8 +420,9 @@ class SQLiteMemoryStore(SQLStoreBase):
                 chunk = ids[start:start + 500]
                 marks = ",".join("?" * len(chunk))
                 flag = "unverified" if self._has_v5() else "0"
-                for row in self._db.execute(f"SELECT {_VARIANT_COLUMNS}, {flag} FROM variants WHERE id IN ({marks})",
-                                            chunk):
+                seen = "seen" if self._has_v7() else "'[]'"
+                for row in self._db.execute(f"SELECT {_VARIANT_COLUMNS}, {flag}, {seen} FROM variants "
+                                            f"WHERE id IN ({marks})", chunk):
                     found[row[0]] = row
                 for vid, query, ep, pos, method, ns in self._db.execute(
                         "SELECT variant_id, source_query, episode_id, source_pos, method, namespace FROM episodes "
@@ -426,8 +433,8 @@ class SQLiteMemoryStore(SQLStoreBase):
         missing = [i for i in ids if i not in found]
         if missing:
             raise InvalidInputError(f"{self.path}: no memory with id {missing[0]}")
-        return [_variant_from_row(found[i][:-1], provenance.get(i, []), where=self.path, unverified=found[i][-1])
-                for i in ids]
+        return [_variant_from_row(found[i][:-2], provenance.get(i, []), where=self.path, unverified=found[i][-2],
+                                  seen=found[i][-1]) for i in ids]
 
     @_guarded
     def all_variants(self) -> list[MemoryVariant]:
@@ -448,9 +455,11 @@ class SQLiteMemoryStore(SQLStoreBase):
         return problems + self._link_problems()
 
 
-def _variant_from_row(row, provenance: Sequence, *, where: str = "store", unverified=0) -> MemoryVariant:
-    """The memory of one ``variants`` row and its ``episodes`` rows (``Provenance`` or its field tuples);
-    rows that do not make a valid memory are damage (``StoreError``)."""
+def _variant_from_row(row, provenance: Sequence, *, where: str = "store", unverified=0,
+                      seen: str = "[]") -> MemoryVariant:
+    """The memory of one ``variants`` row and its ``episodes`` rows (``Provenance`` or its field tuples),
+    with its ``unverified`` mark and ``seen`` steps (JSON); rows that do not make a valid memory are
+    damage (``StoreError``)."""
     (vid, kind, polarity, namespace, failure_type, failure_subtype, root_cause, question, context,
      failure_context, before, after, outcome, error, signatures, *counts) = row
     try:
@@ -460,6 +469,7 @@ def _variant_from_row(row, provenance: Sequence, *, where: str = "store", unveri
             failure_context=failure_context, before=before, after=after, outcome=Outcome.parse(outcome),
             error=error, signatures=parse_json(signatures, where="signatures"),
             provenance=tuple(p if isinstance(p, Provenance) else Provenance(*p) for p in provenance),
-            counters=Counters(*counts), id=vid, unverified=unverified == 1)
+            counters=Counters(*counts), id=vid, unverified=unverified == 1,
+            seen=tuple(parse_json(seen, where="seen")))
     except (InvalidInputError, TypeError) as exc:
         raise StoreError(f"{where}: memory #{vid} is damaged ({exc}); restore the store from a backup") from None

@@ -123,6 +123,12 @@ class Policy:
         names of features that are 0 for want of evidence (``FeatureExtractor.extract_evidence``)."""
         raise NotImplementedError
 
+    def admits(self, x: Sequence[float], unknown: frozenset[str] = frozenset()) -> bool:
+        """Would this policy let an injection lead with the evidence ``x``? ``Gate.decide`` asks it of
+        each follower of a terminal top-k, judged as if it led (issue 43: a top-3 carried a look-alike
+        the gate would have refused alone). The base has no evidence bar of its own: every one passes."""
+        return True
+
     def action_distribution(self, x: Sequence[float]) -> list[float]:
         """pi(a | x) for every action (off-policy evaluation): one-hot for deterministic rules."""
         d = self.decide(x)

@@ -256,6 +256,15 @@ class RSCBMC(_Linear):
             return False
         return self._err is None or x[self._err] < self.min_error_line_match or GENERIC_ERROR_LINE in unknown
 
+    def admits(self, x: Sequence[float], unknown: frozenset = frozenset()) -> bool:
+        """The bar an injecting lead passes: no override check fires and, with ``ask_when_family_only``,
+        the evidence is more than the diagnosis (else the policy asks). The ablations without the
+        override (``use_override=False``, ``allow_abstention=False``) have no bar."""
+        if not (self.use_override and self.allow_abstention):
+            return True
+        x = _check_x(x)
+        return not self.override_flags(x) and not (self.ask_when_family_only and self.family_only(x, unknown))
+
     def decide(self, x, *, truth=None, unknown=frozenset()) -> Decision:
         x = _check_x(x)
         flags = 0
