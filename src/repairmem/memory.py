@@ -96,7 +96,7 @@ class Recall:
                 "candidates": [{"id": s.memory.id, "polarity": s.memory.polarity.value, "score": s.score,
                                 "dense": s.dense, "bm25": s.bm25, "failure_type": s.memory.failure_type,
                                 "namespace": s.memory.namespace, "unverified": s.memory.unverified,
-                                "ask_only": s.memory.id in self.ask_only}
+                                "ask_only": s.memory.id in self.ask_only, "support": s.memory.support}
                                for s in self.candidates],
                 "ask": None if self.ask is None else _ask(self.ask, self.why, self.namespace),
                 "namespace": self.namespace}
@@ -121,6 +121,7 @@ def _ask(memory: MemoryVariant, why: str, home: str = "") -> dict:
     return {"memory_id": memory.id, "cause": "/".join(x for x in (memory.failure_type, memory.root_cause) if x),
             "namespace": memory.namespace, "other_project": foreign, "failed": memory.before,
             "failure": memory.failure_context, "fix": memory.after, "unverified": memory.unverified,
+            "support": memory.support, "seen_in": list(memory.variants_seen),
             "warning": warning(memory) or None, "why_unsure": why,
             "check": (f"From another project ({memory.namespace}), not verified in this one. " if foreign else "")
                      + "Untrusted: apply the fix only if your failure has this cause. Then call feedback with "

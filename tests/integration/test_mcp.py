@@ -642,4 +642,5 @@ def test_the_server_speaks_an_agents_words_and_annotates_every_tool(tmp_path):
     assert all(_field(t.annotations, "open_world_hint", "openWorldHint") is False for t in tools.values())
     assert got["action"] == "inject" and got["query_id"] and got["explain"]["gate_action"] != "inject"
     assert got["cause"] == "a Python module cannot be imported: the wrong virtual environment is used"
+    assert [c["support"] for c in got["candidates"]] == [1]          # one episode so far (issue 43 item 4)
     assert fed == {"recall_id": got["recall_id"], "recorded": True, "explain": fed["explain"]} and "reward" in fed["explain"]

@@ -147,7 +147,7 @@ MASKED_FIELDS = {
     "Attempt": {"text", "error", "failure_subtype"},
     "Episode": {"question", "context", "method", "attempts"},
     "MemoryVariant": {"question", "before", "after", "failure_subtype", "root_cause", "context", "failure_context",
-                      "error", "signatures", "provenance"},
+                      "error", "signatures", "provenance", "seen"},
     "Provenance": {"method"},
 }
 REFUSED_FIELDS = {
@@ -169,7 +169,7 @@ def _text_fields(cls) -> set[str]:
 def _holding(obj, name: str, token: str):
     """``obj`` with field ``name`` holding ``token`` in that field's shape."""
     value = {"attempts": (Attempt(token, "EXECUTION_ERROR"),), "signatures": {"command": token, "paths": [token]},
-             "provenance": (Provenance("q1", "e1", 0, token, "p"),)}.get(name, token)
+             "provenance": (Provenance("q1", "e1", 0, token, "p"),), "seen": (token,)}.get(name, token)
     return dataclasses.replace(obj, **{name: value})
 
 
