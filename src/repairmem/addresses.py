@@ -219,6 +219,16 @@ def _as_meant(secrets: list[str], decode) -> list[str]:
 _HOST_NAME = re.compile(r"(?=.{1,253}\.?$)(?!-)[A-Za-z0-9_-]{1,63}(?<!-)(?:\.(?!-)[A-Za-z0-9_-]{1,63}(?<!-))*\.?")
 
 
+_SERVER_PATH = re.compile(r"(?<![\w:/.~\-])(?:~|[A-Za-z]:)?[/\\](?:[^\s'\"()<>,;:/\\]+[/\\])+(?=[^\s'\"()<>,;:/\\])")
+
+
+def unplaced(text) -> str:
+    """``text`` with every absolute path cut to its last part (``/srv/x/store.db: ...`` -> ``store.db: ...``):
+    an error a remote agent reads names the file it concerns, never where the server keeps it. Linear:
+    each character is read once (the folders before a name, then the name)."""
+    return _SERVER_PATH.sub("", str(text))
+
+
 def is_loopback(host: str) -> bool:
     """Whether every address ``host`` is or resolves to is a loopback one (``127.0.0.0/8``, ``::1``).
     ``InvalidInputError`` naming ``host`` when it is neither an IP address nor a host name, or does not

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import getpass
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -125,11 +126,35 @@ def cmd_memory_search(args):
 
 # -- memory verbs: the JSON of the MCP server (repairmem.service) on the command line ------------
 
-def _stdin_text(errors: str) -> str:
+def _stdin_text(errors: str, *, tail: bool = False) -> str:
     """Standard input decoded as UTF-8 with ``errors`` (not the locale's way, which may hide bad bytes
-    as lone surrogates)."""
+    as lone surrogates): at most ``limits.MAX_REQUEST_BYTES`` of it, else refused (``tail``: its last
+    ones, as a log is read)."""
+    from .limits import MAX_REQUEST_BYTES, refuse_oversized
     buffer = getattr(sys.stdin, "buffer", None)
-    return buffer.read().decode("utf-8", errors=errors) if buffer is not None else sys.stdin.read()
+    if buffer is None:
+        data = sys.stdin.read().encode("utf-8", errors="surrogateescape")
+    elif tail:
+        data = b""
+        while chunk := buffer.read(1 << 20):
+            data = (data + chunk)[-MAX_REQUEST_BYTES:]
+    else:
+        data = buffer.read(MAX_REQUEST_BYTES + 1)
+    if not tail and len(data) > MAX_REQUEST_BYTES:
+        refuse_oversized(len(data), "standard input")     # the rest is not read: it may never end
+    return data[-MAX_REQUEST_BYTES:].decode("utf-8", errors=errors)
+
+
+def _file_text(path: str, errors: str = "strict", *, tail: bool = False) -> str:
+    """A file's text, checked against ``limits.MAX_REQUEST_BYTES`` before it is read (``tail``: its last bytes)."""
+    from .limits import MAX_REQUEST_BYTES, refuse_oversized
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if tail:
+            handle.seek(max(0, size - MAX_REQUEST_BYTES))
+        else:
+            refuse_oversized(size, path)
+        return handle.read(MAX_REQUEST_BYTES).decode("utf-8", errors=errors)
 
 
 def _read_request(args) -> Any:
@@ -142,7 +167,7 @@ def _read_request(args) -> Any:
             raise InvalidInputError(f"standard input: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     else:
         try:
-            text = Path(source).read_text(encoding="utf-8")
+            text = _file_text(source)
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"{source}: cannot read input ({getattr(exc, 'strerror', None) or exc})") from None
     where = "standard input" if source == "-" else source
@@ -241,13 +266,14 @@ def cmd_classify_sql(args):
 def cmd_classify_terminal(args):
     from .classify.terminal import classify_terminal
     if args.log == "-":
-        log = _stdin_text("replace")          # like a log file: undecodable bytes become U+FFFD
+        log = _stdin_text("replace", tail=True)     # like a log file: undecodable bytes become U+FFFD
     else:
         try:
-            log = Path(args.log).read_text(encoding="utf-8", errors="replace")
+            log = _file_text(args.log, "replace", tail=True)
         except OSError as exc:
             raise RepairmemError(f"{args.log}: cannot read log ({exc.strerror})") from None
-    diagnosis = classify_terminal(log, command=args.command)
+    from .limits import bounded_text
+    diagnosis = classify_terminal(bounded_text(log), command=args.command)     # as a recall would read it
     emit(args, diagnosis, lambda: f"{diagnosis.family} / {diagnosis.root_cause}  "
           f"(confidence {diagnosis.confidence:.2f}, rule {diagnosis.rule})")
 

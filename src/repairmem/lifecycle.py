@@ -30,6 +30,7 @@ class Lifecycle:
     ``self.namespaces`` (``Memory`` sets them)."""
 
     namespaces: tuple[str, ...] | None
+    _guard: Any     # store.scoped.Scoped when bound, else None
 
     def forget(self, memory_id: int | None = None, *, namespace: str | None = None, reason: str = "",
                actor: str = "python") -> list[int]:
@@ -94,12 +95,9 @@ class Lifecycle:
     def history(self, memory_id: int) -> list[dict]:
         """What happened to a memory after it was recorded (corrections, trust, its forgetting: a forget
         blanks their fix texts), oldest first; provenance is on the memory (``get``). A bound Memory refuses
-        the history of another namespace's memory, forgotten or not."""
+        the history of another namespace's memory, forgotten or not (its store view has none)."""
         check_int(memory_id, "memory_id", low=1, where="history")
-        rows = self._store.history(memory_id)
-        for namespace in dict.fromkeys(r["namespace"] for r in rows):    # no row: nothing to read
-            self._bound(namespace, "history")
-        return masked(rows)[0]        # rows a store kept before reasons were masked are masked on the way out
+        return masked(self._store.history(memory_id))[0]        # rows a store kept before reasons were masked are masked on the way out
 
     def _owned_memory(self, memory_id: int, namespace: str | None, verb: str) -> MemoryVariant:
         """The memory ``verb`` acts on; an unknown id, or one of another namespace than ``namespace``, refused."""
@@ -110,11 +108,10 @@ class Lifecycle:
         if namespace is not None and memory.namespace != namespace:
             raise InvalidInputError(f"{verb}: memory #{memory_id} is in namespace {memory.namespace!r}, not "
                                     f"{namespace!r}; nothing was changed")
-        self._bound(memory.namespace, verb)
         return memory
 
     def _bound(self, namespace: str, verb: str) -> None:
-        """Refuse ``verb`` on ``namespace`` when this Memory is bound to others."""
-        if self.namespaces is not None and namespace not in self.namespaces:
-            raise InvalidInputError(f"{verb}: namespace {namespace!r} is outside this memory's namespaces "
-                                    f"({', '.join(self.namespaces)}); nothing was read or written")
+        """Refuse ``verb`` on ``namespace`` when this Memory is bound to others (the guard's one check,
+        ``store.scoped.Scoped.check``, made before anything else is read)."""
+        if self._guard is not None:
+            self._guard.check(namespace, verb)

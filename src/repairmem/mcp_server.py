@@ -20,6 +20,7 @@ import hmac
 import inspect
 import json
 import os
+import re
 import sys
 import threading
 import warnings
@@ -28,8 +29,9 @@ from typing import Annotated, Any
 from urllib.parse import unquote, urlparse
 
 from . import check, service
-from .addresses import is_loopback, redact
+from .addresses import is_loopback, redact, unplaced
 from .errors import RepairmemError
+from .limits import MAX_REQUEST_BYTES, bounded
 from .untrusted import inert
 
 INSTRUCTIONS = """\
@@ -142,17 +144,26 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     allowed: dict[str, tuple[str, ...]] = {}
 
     def refused(exc: RepairmemError):     # the agent reads the message: it names the field, holds no password
-        return tool_error(inert(redact(exc)))
+        return tool_error(inert(unplaced(redact(exc))))     # and no folder of the server's
 
     opened = memory if callable(memory) else (lambda: memory)
+    one_at_a_time = threading.Lock()      # a Memory serves one verb at a time; the event loop serves all
 
-    def run(verb: str) -> dict:
+    def work(verb: str, request, project) -> dict:
+        request, cut = bounded(request)     # the costly part of a big request, done before the queue
         try:
-            request, project = parsed.get()
-            out = service.VERBS[verb](opened(), request)
+            with one_at_a_time:
+                out = service.VERBS[verb](opened(), request)
         except RepairmemError as exc:
             raise refused(exc) from None
+        out = {**out, "truncated": True} if cut and "truncated" in out else out
         return {**out, "project": project} if verb == "stats" else out
+
+    async def run(verb: str) -> dict:
+        """``verb`` in a worker thread, so a long call (an opening store, a big record) never keeps
+        the server from reading, answering pings or refusing the next request."""
+        import anyio
+        return await anyio.to_thread.run_sync(work, verb, *parsed.get())
 
     options = {"host": host, "port": port} if major == 1 else {}
     server = _strict(cls, refused, allowed, parsed, opened)("repairmem", instructions=INSTRUCTIONS, **options)
@@ -174,7 +185,7 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
             position: Annotated[int | None, text("stream position (default: after everything recorded)")] = None,
             session: Annotated[str | None, text("groups the recalls of one episode (default: query_id)")] = None,
     ) -> dict[str, Any]:
-        return run("recall")
+        return await run("recall")
 
     @server.tool(description=_unwrapped(RECORD_DOC), annotations=hints(read_only=False))
     async def record(
@@ -191,7 +202,7 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
             verified: Annotated[bool | None, text("true only when a check (tests, build) ran and passed on the "
                                                   "last attempt; else the memory is marked unverified")] = None,
     ) -> dict[str, Any]:
-        return run("record")
+        return await run("record")
 
     @server.tool(description=_unwrapped(FEEDBACK_DOC), annotations=hints(read_only=False))
     async def feedback(
@@ -206,15 +217,15 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
             confirmed: Annotated[bool | None, text("answers recall's `ask`: the asked memory applied and you used "
                                                    "its fix (rejected=true: it did not apply)")] = None,
     ) -> dict[str, Any]:
-        return run("feedback")
+        return await run("feedback")
 
     @server.tool(description=_unwrapped(EXPLAIN_DOC), annotations=hints(read_only=True))
     async def explain(recall_id: Annotated[str, text("the recall_id that recall returned")]) -> dict[str, Any]:
-        return run("explain")
+        return await run("explain")
 
     @server.tool(description=_unwrapped(STATS_DOC), annotations=hints(read_only=True))
     async def stats() -> dict[str, Any]:
-        return run("stats")
+        return await run("stats")
 
     forget, correct = _lifecycle_tools(server, text, run)
     for tool in (recall, record, feedback, explain, stats, forget, correct):
@@ -241,7 +252,7 @@ def _lifecycle_tools(server, text, run):
             confirm: Annotated[bool | None, text("true to forget every memory of `namespace` (without it: how "
                                                  "many it would forget)")] = None,
     ) -> dict[str, Any]:
-        return run("forget")
+        return await run("forget")
 
     @server.tool(description=_unwrapped(CORRECT_DOC), annotations=hints(read_only=False, destructive=True))
     async def correct(
@@ -250,7 +261,7 @@ def _lifecycle_tools(server, text, run):
             namespace: Annotated[str | None, text("the memory must be in this namespace")] = None,
             reason: Annotated[str | None, text("why (kept in the memory's history)")] = None,
     ) -> dict[str, Any]:
-        return run("correct")
+        return await run("correct")
 
     return forget, correct
 
@@ -376,6 +387,7 @@ def _serve_http(server, *, host: str, port: int, token: str) -> None:
         raise RepairmemError("--transport http needs mcp>=1.8 (streamable HTTP)")
     app = server.streamable_http_app(**({"host": host} if major == 2 else {}))
     try:
+        app = _capped(app)
         uvicorn.Server(uvicorn.Config(_bearer(app, token) if token else app, host=host, port=port,
                                       log_level="warning")).run()
     except SystemExit as exc:     # uvicorn's exit 3: it could not bind (its own line above says why)
@@ -402,6 +414,39 @@ def _bearer(app, token: str):
     return guarded
 
 
+def _capped(app):
+    """``app`` answering 413 to an HTTP request whose body is over ``limits.MAX_REQUEST_BYTES``, read no
+    further than that (a body is one JSON-RPC message: it is read whole, then handed on)."""
+    async def refuse(send):
+        await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(
+            {"error": f"repairmem: a request may hold at most {MAX_REQUEST_BYTES} bytes"}).encode()})
+
+    async def capped(scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            return await app(scope, receive, send)
+        declared = dict(scope.get("headers") or ()).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > MAX_REQUEST_BYTES:
+            return await refuse(send)
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return           # the client went away
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_REQUEST_BYTES:
+                return await refuse(send)
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        whole = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay():
+            return whole.pop() if whole else await receive()
+        await app(scope, replay, send)
+    return capped
+
+
 def _parse_message(line: str):
     """The SDK's own parse of one JSON-RPC line (``ValueError``-like on a line it refuses)."""
     import mcp.types as types
@@ -410,13 +455,21 @@ def _parse_message(line: str):
     return types.JSONRPCMessage.model_validate_json(line)               # mcp 1.x
 
 
+_ID = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,18})\s*[,}]')
+
+
 def _error_reply(line: str):
     """JSON-RPC's answer to a line that is not a message: -32700 when it is not JSON, else -32600
     with the request's id when it has a usable one (so the client stops waiting), null otherwise."""
     import mcp.types as types
     try:
-        obj = json.loads(line)
-        code, message = types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message the server can read"
+        if len(line) > MAX_REQUEST_BYTES:     # not parsed: its id, if it has one, is near an end
+            found = _ID.search(line[:4096]) or _ID.search(line[-4096:])
+            obj, code = ({"id": json.loads(found.group(1))} if found else None), types.INVALID_REQUEST
+            message = f"Invalid Request: a message may hold at most {MAX_REQUEST_BYTES} bytes; this one was not read"
+        else:
+            obj = json.loads(line)
+            code, message = types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message the server can read"
     except ValueError:
         obj, code, message = None, types.PARSE_ERROR, "Parse error: the line is not JSON"
     except RecursionError:      # '[' * 100000: JSON, but nested deeper than any message (issue 44)
@@ -446,6 +499,8 @@ class _Lines:
             if not line.strip():
                 continue
             try:
+                if len(line) > MAX_REQUEST_BYTES:
+                    raise ValueError("too large")
                 _parse_message(line)
             except Exception:          # pydantic's ValidationError (a ValueError) or a JSON decoder's error
                 await self.reply(line)

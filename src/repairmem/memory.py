@@ -32,7 +32,7 @@ from .domains import DEFAULT_DOMAINS, Diagnosis, Domain, SqlFailure, TerminalFai
 from .domains import retrieval_config
 from .errors import InvalidInputError
 from .gate.actions import Action, estimate_tokens, warning
-from .gate.audit import AuditLog, unguessable_id
+from .gate.audit import AuditLog, UnknownDecisionError, unguessable_id
 from .gate.features import ADDED_FEATURES, QueryProfile
 from .gate.gate import Gate, GateResult, Ledger, StoreLedger, counter_increments, load_gate_state, require_memories
 from .gate.gate import save_gate_state
@@ -43,8 +43,10 @@ from .retrieval.hybrid import RetrievalConfig, Scored, retrieve
 from .retrieval.encoders import resolve_encoder
 from .retrieval.index import MemoryIndex
 from .retrieval.texts import MemoryEmbedder
+from .limits import bounded
 from .secrets import masked
 from .store import export_jsonl, import_jsonl, is_postgres_url, open_store
+from .store.scoped import view as _view
 from .types import Episode, MemoryVariant, Polarity, Scope
 
 __all__ = ["ADDED_FEATURES", "Diagnosis", "Memory", "Recall", "SqlFailure", "TerminalFailure"]
@@ -160,9 +162,10 @@ class Memory(Lifecycle):
                  reward_config: RewardConfig = RewardConfig(), token_budget: int = 4000,
                  domains: tuple[Domain, ...] = DEFAULT_DOMAINS, namespaces: Iterable[str] | None = None,
                  trust_abroad: bool | None = None) -> None:
-        self._store, self._index = store, index
-        self._retrieval = retrieval_config(retrieval) if isinstance(retrieval, str) else retrieval
         self.namespaces = _binding(namespaces)
+        self._store, self._index = _view(store, self.namespaces), index     # the tenancy guard (store/scoped.py)
+        self._guard = self._store if self.namespaces is not None else None
+        self._retrieval = retrieval_config(retrieval) if isinstance(retrieval, str) else retrieval
         if trust_abroad is not None and not isinstance(trust_abroad, bool):
             raise InvalidInputError(f"Memory: trust_abroad must be a bool, got {type(trust_abroad).__name__}")
         if trust_abroad is False and self.namespaces is not None:
@@ -183,7 +186,7 @@ class Memory(Lifecycle):
             self._gate, audit = policy, policy.audit
         else:
             self._gate = None if policy is None else Gate(policy, audit=audit, reward_config=reward_config,
-                                                          ledger=ledger if ledger is not None else StoreLedger(store))
+                                                          ledger=ledger if ledger is not None else StoreLedger(self._store))
         if self._gate is not None and self._gate.durable:
             self._policy_path = None     # the audit log keeps the learned policy
         self._reward_config = reward_config
@@ -259,7 +262,8 @@ class Memory(Lifecycle):
                 else:
                     resolved, meta = load_gate_state(resume, audit=log, reward_config=reward_config)
                 policy_path = None
-            memory = cls(store, MemoryIndex(store, enc), policy=resolved, retrieval=retrieval, namespace=namespace,
+            view = _view(store, _binding(namespaces))
+            memory = cls(view, MemoryIndex(view, enc), policy=resolved, retrieval=retrieval, namespace=namespace,
                          audit=log, policy_path=None if read_only else policy_path, namespaces=namespaces, **options)
             memory.resumed = meta
         except BaseException:
@@ -316,6 +320,7 @@ class Memory(Lifecycle):
         for i, attempt in enumerate(episode.attempts):
             if attempt.failure_type is not None:
                 check_label(attempt.failure_type, f"attempts[{i}].failure_type", where=where)
+        (episode, memory), self.truncated = bounded((episode, memory))     # limits.py: before anything reads them
         episode, self.redacted = masked(episode, where="record")     # no credential is stored, shown or exported
         if memory is DERIVE:
             memory = domain_of_kind(self._domains, episode.kind).finalize(episode)
@@ -334,8 +339,8 @@ class Memory(Lifecycle):
         if self.namespaces is None or self._audit is None or not isinstance(recall_id, str):
             return
         namespace = self._audit.namespace_of(recall_id)
-        if namespace is not None:     # an unknown id: the verb's own error names it
-            self._bound(namespace, f"{verb} of recall {recall_id!r}")
+        if namespace is not None and namespace not in self.namespaces:     # as unknown as an id never made
+            raise UnknownDecisionError(recall_id)
 
     def next_position(self) -> int:
         """The stream position after everything finalized so far (what live recalls use)."""
@@ -365,6 +370,7 @@ class Memory(Lifecycle):
             raise InvalidInputError("recall needs a non-empty query_id (it keeps a query's own memories out)")
         if step is not None:
             check_int(step, "step", low=0, where="recall")
+        failure, _ = bounded(failure)      # every text within limits.py's bounds before anything reads it
         domain = domain_for(self._domains, failure)
         classified, signatures = domain.diagnose(failure)     # the signatures whoever names the type
         diagnosis = classified if diagnosis is None else diagnosis
@@ -509,8 +515,8 @@ class Memory(Lifecycle):
         done); the number of decisions dropped."""
         if self._audit is None:
             return 0
-        keep = set(keep)
-        return sum(self._audit.discard_session(s) for s in self._audit.sessions() - keep)
+        keep = set(keep)     # a bound Memory drops only sessions wholly of its own namespaces
+        return sum(self._audit.discard_session(s) for s in self._audit.sessions(self.namespaces) - keep)
 
     def feedback(self, recall_id: str, *, accepted: bool | None = None, verified: bool = False,
                  false_positive: bool = False, rejected: bool = False, correct_abstain: bool = False,

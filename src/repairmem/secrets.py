@@ -30,15 +30,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import functools
 import math
 import re
-from collections.abc import Mapping
-from enum import Enum
 from typing import Any
 
 from .errors import InvalidInputError
+from .walk import IDENTIFIERS, map_strings
 
 __all__ = ["DOCUMENTED", "ENTROPY_BITS", "ENTROPY_MIN_LENGTH", "IDENTIFIERS", "find_secrets", "mask_secrets",
            "masked", "masked_text", "refuse_credential"]
@@ -93,7 +91,6 @@ _HASH_LABEL = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|base6
 _WORDS = re.compile(r"""[^\s'"`<>()\[\]{}]+""")
 _WORD = re.compile(r"[A-Z]{0,5}[a-z]{3,}|[0-9]{1,4}(?=[A-Z_\-]|$)")    # a word, an acronym before one, a number
 _MASKED = re.compile(r"<redacted:[a-z0-9\-]+>")
-IDENTIFIERS = frozenset({"episode_id", "query_id", "namespace", "kind", "failure_type", "source_query", "actor"})
 
 
 @functools.cache
@@ -315,30 +312,12 @@ def masked(obj: Any, *, where: str = "") -> tuple[Any, list[str]]:
     (values; keys are field names) or a list/tuple. Anything else (numbers, enums, None) is returned as is;
     an unchanged object is returned itself."""
     kinds: list[str] = []
-    out = _walk(obj, kinds, where or type(obj).__name__)
+    where = where or type(obj).__name__
+
+    def mask(text: str) -> str:
+        out, found = masked_text(text)
+        kinds.extend(found)
+        return out
+
+    out = map_strings(obj, mask, on_identifier=lambda v, name: refuse_credential(v, name, where))
     return out, sorted(set(kinds))
-
-
-def _walk(value: Any, kinds: list[str], where: str) -> Any:
-    if isinstance(value, Enum):
-        return value
-    if isinstance(value, str):
-        text, found = masked_text(value)
-        kinds += found
-        return text
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {}
-        for f in dataclasses.fields(value):
-            v = getattr(value, f.name)
-            if f.name in IDENTIFIERS:
-                refuse_credential(v, f.name, where)
-            elif (new := _walk(v, kinds, where)) is not v:
-                changes[f.name] = new
-        return dataclasses.replace(value, **changes) if changes else value
-    if isinstance(value, Mapping):
-        items = {k: _walk(v, kinds, where) for k, v in value.items()}
-        return value if all(items[k] is value[k] for k in items) else items
-    if isinstance(value, (list, tuple)):
-        items = [_walk(v, kinds, where) for v in value]
-        return value if all(a is b for a, b in zip(items, value)) else type(value)(items)
-    return value

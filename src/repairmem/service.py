@@ -387,7 +387,8 @@ def record(memory: Memory, request: Any) -> dict:
                       question=req.question, attempts=req.attempts, context=req.context,
                       method=req.method, kind=req.kind, finalized=True)
     stored = memory.record(episode, verified=req.verified)
-    return {"redacted": memory.redacted,             # the kinds of credential record masked (secrets.masked)
+    return {"truncated": memory.truncated,           # a text was cut to limits.py's bounds (the cut is marked in it)
+            "redacted": memory.redacted,             # the kinds of credential record masked (secrets.masked)
             "memory_id": None if stored is None else stored.id,
             "pattern": None if stored is None else stored.pattern.key,
             "polarity": None if stored is None else ("positive" if stored.polarity.value == "+" else "negative"),

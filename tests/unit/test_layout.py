@@ -2,7 +2,7 @@
 
 Direction of imports: ``cli → bench → agents → memory (→ lifecycle) → domains → {gate, retrieval, store, llm,
 classify, sql} → base`` (base: ``types``, ``errors``, ``check``, ``files``, ``untrusted``, ``addresses``,
-``sqlite_wal``).
+``sqlite_wal``, ``secrets``, ``walk``, ``limits``).
 Every module under ``src/repairmem`` is parsed with ``ast``; imports at any depth count (a
 function-level import is still a dependency), relative imports are resolved. Edges into the root
 package are not dependencies: ``repairmem/__init__.py`` is the public surface that re-exports.
@@ -22,7 +22,7 @@ SRC = Path(repairmem.__file__).resolve().parent
 ROOT = "repairmem"
 MAX_LINES = 600
 
-BASE = {"types", "errors", "check", "files", "untrusted", "addresses", "sqlite_wal", "secrets"}
+BASE = {"types", "errors", "check", "files", "untrusted", "addresses", "sqlite_wal", "secrets", "walk", "limits"}
 MID = {"gate", "retrieval", "store", "llm", "classify", "sql"}
 ALLOWED = {
     **{name: BASE for name in BASE},

@@ -96,7 +96,10 @@ _guarded = sqlite_errors(_WHAT)     # SQLite's errors on any public method: Stor
 
 
 class UnknownDecisionError(InvalidInputError):
-    """A decision id that the audit log does not hold."""
+    """A decision id that the audit log does not hold (or that the caller may not see: the same words)."""
+
+    def __init__(self, decision_id: str, hint: str = "") -> None:
+        super().__init__(f"recall {decision_id!r}: no such recall (no decision) in this memory's audit log{hint}")
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -305,8 +308,7 @@ class AuditLog:
         out = None
         with self._write() as db:
             if not db.execute("SELECT 1 FROM decisions WHERE decision_id = ?", (decision_id,)).fetchone():
-                raise UnknownDecisionError(f"{self.path}: no decision {decision_id!r}; a reward must follow a recorded "
-                                           "decision (check the id)")
+                raise UnknownDecisionError(decision_id, "; a reward must follow a recorded decision (check the id)")
             if db.execute("SELECT 1 FROM rewards WHERE decision_id = ?", (decision_id,)).fetchone():
                 raise InvalidInputError(f"{self.path}: decision {decision_id} already has a reward")
             if learn is not None:
@@ -405,9 +407,16 @@ class AuditLog:
             db.execute("UPDATE rewards SET counters = NULL WHERE decision_id = ?", (decision_id,))
 
     @_guarded
-    def sessions(self) -> set[str]:
-        """The sessions (episodes) with recorded decisions."""
-        return {r[0] for r in self._db.execute("SELECT DISTINCT session FROM decisions")}
+    def sessions(self, namespaces: Sequence[str] | None = None) -> set[str]:
+        """The sessions (episodes) with recorded decisions; with ``namespaces``, those whose every
+        decision was made for one of them (a log without namespaces, from before v5: none)."""
+        if namespaces is None:
+            return {r[0] for r in self._db.execute("SELECT DISTINCT session FROM decisions")}
+        if self.version < 5 or not namespaces:
+            return set()
+        marks = ", ".join("?" * len(namespaces))
+        return {r[0] for r in self._db.execute(f"SELECT session FROM decisions GROUP BY session HAVING "
+                                               f"sum(namespace NOT IN ({marks})) = 0", tuple(namespaces))}
 
     @_guarded
     def discard_session(self, session: str) -> int:
@@ -486,7 +495,7 @@ class AuditLog:
     def get(self, decision_id: str) -> dict[str, Any]:
         rows = list(self._rows("WHERE d.decision_id = ?", (decision_id,)))
         if not rows:
-            raise UnknownDecisionError(f"{self.path}: no decision {decision_id!r}")
+            raise UnknownDecisionError(decision_id)
         return rows[0]
 
     def find(self, handle: str) -> dict[str, Any]:
@@ -494,7 +503,7 @@ class AuditLog:
         whole id works too): for reading one's own log. ``feedback`` and ``explain`` take whole ids only."""
         rows = list(self._rows("WHERE d.decision_id = ? OR d.decision_id LIKE ?", (handle, f"{handle}-%")))
         if len(rows) != 1:
-            raise UnknownDecisionError(f"{self.path}: no decision {handle!r}")
+            raise UnknownDecisionError(handle)
         return rows[0]
 
     def decisions(self, *, policy: str | None = None) -> Iterator[dict[str, Any]]:

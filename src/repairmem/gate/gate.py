@@ -28,7 +28,7 @@ from ..errors import InvalidInputError, StoreError
 from ..files import read_checked, write_checked
 from ..types import Counters, MemoryVariant
 from .actions import ACTIONS, PAYLOAD_K, Action, Payload, estimate_tokens, render, render_resolution
-from .audit import AuditLog, UnknownDecisionError
+from .audit import AuditLog
 from .features import FeatureExtractor, QueryProfile
 from .policies import OVERRIDE_CHECKS, CorruptStateError, Decision, Policy, make_policy, save_policy, saved_policy
 from .reward import Feedback, RewardConfig, reward
@@ -264,10 +264,7 @@ class Gate:
         where = f"recall {decision_id!r}"
         if self.audit is None:
             raise InvalidInputError(f"{where} is not open here, and without an audit log there is no record of it")
-        try:
-            rec = self.audit.get(decision_id)
-        except UnknownDecisionError:
-            raise InvalidInputError(f"{where}: no such recall in the audit log {self.audit.path}") from None
+        rec = self.audit.get(decision_id)      # an unknown id: UnknownDecisionError, which names no file
         if rec["reward"] is not None:
             raise InvalidInputError(f"{where} already has its feedback (reward {rec['reward']:.4g} from "
                                     f"{rec['reward_source']})")

@@ -372,9 +372,12 @@ class PostgresMemoryStore(SQLStoreBase):
         matrix = np.stack([v for _, _, v in rows]) if rows else np.zeros((0, 0), dtype=np.float32)
         return [vid for vid, _, _ in rows], matrix
 
-    def variant_ids(self, after: int = 0) -> list[int]:
-        """Ids of all variants newer than ``after`` (ids only grow, in commit order), in order."""
-        return [r[0] for r in self._db.execute("SELECT id FROM variants WHERE id > %s ORDER BY id", (after,))]
+    def variant_ids(self, after: int = 0, namespaces: Sequence[str] | None = None) -> list[int]:
+        """Ids of all variants newer than ``after`` (ids only grow, in commit order), in order; of
+        ``namespaces``' only."""
+        where, params = self._in_namespaces(namespaces)
+        return [r[0] for r in self._db.execute(f"SELECT id FROM variants WHERE id > %s{where} ORDER BY id",
+                                               (after, *params))]
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -426,8 +429,9 @@ class PostgresMemoryStore(SQLStoreBase):
     def __len__(self) -> int:
         return self._db.execute("SELECT count(*) FROM variants").fetchone()[0]
 
-    def max_position(self) -> int | None:
-        return self._db.execute("SELECT max(source_pos) FROM episodes").fetchone()[0]
+    def max_position(self, namespaces: Sequence[str] | None = None) -> int | None:
+        where, params = self._in_namespaces(namespaces)
+        return self._db.execute(f"SELECT max(source_pos) FROM episodes WHERE 1 = 1{where}", params).fetchone()[0]
 
     def integrity_problems(self) -> list[str]:
         """What would make this store inconsistent; empty when it is sound."""

@@ -103,8 +103,9 @@ class MemoryStore(Protocol):
     def all_variants(self) -> list[MemoryVariant]:
         """Every variant in id order (for export)."""
 
-    def variant_ids(self, after: int = 0) -> list[int]:
-        """Ids of all variants newer than ``after``, in order (ids only grow: how the index syncs)."""
+    def variant_ids(self, after: int = 0, namespaces: Sequence[str] | None = None) -> list[int]:
+        """Ids of all variants newer than ``after``, in order (ids only grow: how the index syncs);
+        ``namespaces``: of those namespaces only (None: any)."""
 
     def vectors(self, encoder: str, ids: Sequence[int]) -> tuple[list[int], np.ndarray]:
         """(the ids of ``ids`` that have a vector for ``encoder``, their vectors as a float32 matrix), in id order."""
@@ -120,8 +121,8 @@ class MemoryStore(Protocol):
         """Grows with every forget or correct, not a trust (0: none yet): an index built at another mark
         is stale."""
 
-    def max_position(self) -> int | None:
-        """The highest stream position of any finalized episode (None when there is none)."""
+    def max_position(self, namespaces: Sequence[str] | None = None) -> int | None:
+        """The highest stream position of any finalized episode (of ``namespaces``' only; None when there is none)."""
 
     def stats(self, namespaces: Sequence[str] | None = None) -> dict:
         """Counts by polarity, kind, failure type and namespace (with ``namespaces``: of those only)."""

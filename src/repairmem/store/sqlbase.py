@@ -477,6 +477,13 @@ class SQLStoreBase:
         return int(self._db.execute("SELECT coalesce(max(id), 0) FROM lifecycle WHERE action IN ('forget', 'correct')"
                                     ).fetchone()[0])
 
+    def _in_namespaces(self, namespaces: Sequence[str] | None) -> tuple[str, tuple]:
+        """A ``WHERE`` clause's tail (and its parameters) keeping rows of ``namespaces`` (None: all)."""
+        if namespaces is None:
+            return "", ()
+        namespaces = tuple(namespaces)
+        return (f" AND namespace IN ({self._marks(len(namespaces))})", namespaces) if namespaces else (" AND 0 = 1", ())
+
     def stats(self, namespaces: Sequence[str] | None = None) -> dict:
         """The store's counts; with ``namespaces``, of those namespaces' memories and episodes only (what
         a bound ``Memory`` can see: another tenant's are neither counted nor named)."""

@@ -294,10 +294,11 @@ class SQLiteMemoryStore(SQLStoreBase):
         return [found[i] for i in order], matrix
 
     @_guarded
-    def variant_ids(self, after: int = 0) -> list[int]:
-        """Ids of all variants newer than ``after`` (ids only grow), in order."""
+    def variant_ids(self, after: int = 0, namespaces: Sequence[str] | None = None) -> list[int]:
+        """Ids of all variants newer than ``after`` (ids only grow), in order; of ``namespaces``' only."""
+        where, params = self._in_namespaces(namespaces)
         return [r[0] for r in self._rows("variants", (int,), self._db.execute(
-            "SELECT id FROM variants WHERE id > ? ORDER BY id", (after,)))]
+            f"SELECT id FROM variants WHERE id > ?{where} ORDER BY id", (after, *params)))]
 
     def _rows(self, table: str, types: tuple, rows: Iterable[tuple]) -> list[tuple]:
         """``rows`` read from ``table``, each value of its column's type in ``types``: SQLite keeps any
@@ -445,8 +446,9 @@ class SQLiteMemoryStore(SQLStoreBase):
         return self._db.execute("SELECT count(*) FROM variants").fetchone()[0]
 
     @_guarded
-    def max_position(self) -> int | None:
-        return self._db.execute("SELECT max(source_pos) FROM episodes").fetchone()[0]
+    def max_position(self, namespaces: Sequence[str] | None = None) -> int | None:
+        where, params = self._in_namespaces(namespaces)
+        return self._db.execute(f"SELECT max(source_pos) FROM episodes WHERE 1 = 1{where}", params).fetchone()[0]
 
     @_guarded
     def integrity_problems(self) -> list[str]:

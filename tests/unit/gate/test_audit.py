@@ -60,7 +60,7 @@ def test_explain_says_why_retrieved_memory_was_not_used(log):
 
 
 def test_reward_for_an_unknown_decision_is_an_error_and_writes_nothing(log):
-    with pytest.raises(UnknownDecisionError, match="no decision 'd9'"):
+    with pytest.raises(UnknownDecisionError, match="recall 'd9': no such recall"):
         log.record_reward("d9", 1.0, source="user")
     assert log._db.execute("SELECT count(*) FROM rewards").fetchone()[0] == 0
 
