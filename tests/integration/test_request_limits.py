@@ -104,7 +104,8 @@ def test_the_mcp_server_refuses_a_huge_request_and_answers_the_next(tmp_path, tr
     from tests.integration.test_mcp import _error, _http_session_run, _payload, _session_run
 
     async def body(session):
-        from mcp.shared.exceptions import McpError as Refused     # a JSON-RPC error for the request's id
+        from mcp.shared import exceptions     # a JSON-RPC error for the request's id (MCPError in 2.x, McpError in 1.x)
+        Refused = getattr(exceptions, "MCPError", None) or exceptions.McpError
         with pytest.raises(Refused, match=str(MAX_REQUEST_BYTES)):
             await session.call_tool("record", _record_args(huge_log(MAX_REQUEST_BYTES + 1000)))
         assert _payload(await session.call_tool("stats", {}))["variants"] == 0       # nothing was written
