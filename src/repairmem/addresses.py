@@ -54,7 +54,7 @@ _OTHER_DATABASES = frozenset("""
 _POSTGRES_NICKNAMES = frozenset({"pg", "pgsql", "psql", "postgis", "libpq"})
 _QUERY_KEY = re.compile(r"[?&]((?:%[0-9A-Fa-f]{2}|[A-Za-z_])+)=")     # where a URL parameter may start
 _CONNINFO_HEAD = re.compile(r"\s*([A-Za-z_]+)\s*=")
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:@/?#]*:)\S*@")     # to the token's last '@'
+_USERINFO = re.compile(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]*+://[^\s:@/?#]*+:)\S*@")   # to the token's last '@'
 _KEY = r"(?:%[0-9A-Fa-f]{2}|[A-Za-z_])+"                 # a key, percent-encoded in a URL or not
 _MASKED = r"\*\*\*(?=[\s&,;:)'\"]|\Z)"                   # what an earlier pass left: kept, so a second pass is a no-op
 _PARAM = re.compile(                                      # a URL parameter: its value ends at '&'; libpq's otherwise

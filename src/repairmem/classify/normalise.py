@@ -30,7 +30,7 @@ import re
 __all__ = ["normalise_text"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*+[A-Za-z]")
-_QUOTED = re.compile(r"'[^'\n]*+'|\"[^\"\n]*+\"|`[^`\n]*+`|‘[^’\n]*+’|“[^”\n]*+”")
+_QUOTED = re.compile(r"'[^'\n]*+'|\"[^\"\n]*+\"|`[^`\n]*+`|‘[^‘’\n]*+’|“[^“”\n]*+”")
 _URL = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*+://\S++", re.IGNORECASE)
 _UUID = re.compile(r"(?<![0-9a-f])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![0-9a-f])",
                    re.IGNORECASE)

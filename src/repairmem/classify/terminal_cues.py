@@ -108,7 +108,7 @@ def _pathish_key(ev: _Evidence) -> bool:
 
 
 _MNF_LINE = re.compile(r"^.*No module named.*$", re.MULTILINE)
-_ANY_PATH = re.compile(r"[^\s'\"`(),;<>|=]*[/\\][^\s'\"`(),;<>|=]*")
+_ANY_PATH = re.compile(r"(?<![^\s'\"`(),;<>|=])[^\s'\"`(),;<>|=/\\]*+[/\\][^\s'\"`(),;<>|=]*")
 
 
 def _first_party_path(ev: _Evidence) -> bool:
@@ -190,7 +190,7 @@ def _last_frame_in_site_packages(ev: _Evidence) -> bool:
 
 
 # The missing command's name, as bash, zsh, command-not-found and dash print it.
-_CNF_NAMES = (re.compile(r"command not found: ([\w.+-]+)"), re.compile(r"([\w.+-]+): command not found"),
+_CNF_NAMES = (re.compile(r"command not found: ([\w.+-]+)"), re.compile(r"(?<![\w.+-])([\w.+-]+): command not found"),
               re.compile(r"Command ['\"]([\w.+-]+)['\"] not found"),
               re.compile(r": ([\w.+-]+): not found\s*$", re.MULTILINE),
               re.compile(r"^g?make(?:\[\d+\])?: ([\w+-]+(?:\.\d+)*): No such file or directory\s*$", re.MULTILINE))

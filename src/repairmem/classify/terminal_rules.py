@@ -283,7 +283,7 @@ _KILLED = re.compile(r"^[ \t]*Killed(?::[ \t]*9)?[ \t]*$|\b\d+ Killed\s|exit (?:
                      re.MULTILINE)
 
 _PORT = _rx(r"Address already in use|\bEADDRINUSE\b|\[Errno (?:98|48|10048)\]|port is already allocated|"
-            r"\bbind\b[^\n]*\berrno[ \t]*[=:][ \t]*98\b|"
+            r"\bbind\b(?:(?!\bbind\b)[^\n])*\berrno[ \t]*[=:][ \t]*98\b|"
             r"Only one usage of each socket address|\bPort \d+ was already in use")
 _TIME_WAIT = re.compile(r"TIME_WAIT|SO_REUSEADDR")
 _LISTENER = _rx(r"(?-i:\bLISTEN\b)|\blsof\b|\bss -|\bnetstat\b|already running|already allocated|"
@@ -308,7 +308,7 @@ _PIP_SYSTEM = _rx(r"Could not install packages due to an OSError|Consider using 
 _BIND = _rx(r"\.bind\(|\bbind\b|\blisten\b|\bport\s*\d")
 _SHELL_PERM = re.compile(r"^(?:\S*sh|zsh)(?:: line \d+)?: [^\n:]+: Permission denied\s*$", re.MULTILINE)
 # A line that is only "<script path>: Permission denied": a runner exec'ing a script without +x.
-_SCRIPT_PERM = re.compile(r"^[ \t.]*[^\s:]*(?:/bin/[^\s:/]+|\.(?:sh|bash|py|pl|rb|[rR]))[ \t]*: "
+_SCRIPT_PERM = re.compile(r"^[ \t.]*+[^\s:]*(?:/bin/[^\s:/]+|\.(?:sh|bash|py|pl|rb|[rR]))[ \t]*: "
                           r"Permission denied[ \t]*$", re.MULTILINE)
 _QUOTED_PATH_PERM = _rx(r"Permission denied:? ['\"]|EACCES: permission denied, \w+ ['\"]")
 

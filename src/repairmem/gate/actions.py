@@ -136,9 +136,9 @@ def _mark(memory: MemoryVariant, home: str | None = None) -> str:
 # a download piped or substituted into a shell: curl ... | sh, wget -O- ... | sudo bash, sh -c "$(curl ...)",
 # bash <(curl ...)
 # (or into an interpreter reading its program from stdin: | python3 -, | perl; not | python -m json.tool)
-_PIPED = re.compile(r"\b(?:curl|wget|fetch|iwr|Invoke-WebRequest)\b[^|;&\n]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?"
+_PIPED = re.compile(r"\b(?:curl|wget|fetch|iwr|Invoke-WebRequest)\b(?:(?!\b(?:curl|wget|fetch|iwr|Invoke-WebRequest)\b)[^|;&\n])*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?"
                     r"(?:\S*/)?(?:(?:ba|z|k|da|fi|c|tc)?sh\b|(?:python[\d.]*|perl|ruby|node)(?:\s+-)?\s*(?=$|[;&|)\n]))"
-                    r"|\b(?:ba|z|k|da)?sh\b[^;&|\n]*(?:\$\(|<\(|`)\s*(?:curl|wget)\b", re.IGNORECASE)
+                    r"|\b(?:ba|z|k|da)?sh\b(?:(?!\b(?:ba|z|k|da)?sh\b)[^;&|\n])*(?:\$\(|<\(|`)\s*(?:curl|wget)\b", re.IGNORECASE)
 _SUDO = re.compile(r"(?:^|[\s;&|(`])(?:sudo|doas)(?:\s|$)")
 _SPLIT = re.compile(r"\|\||&&|[;|\n]")
 _WRITERS = {"cp", "mv", "ln", "install", "rsync", "scp"}            # the last argument is written

@@ -205,7 +205,7 @@ def signature_memory_dict(sig: Signatures) -> dict:
             "entities": list(sig.entities), "error_line": sig.error_line}
 
 
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`|‘[^’]*’")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`|‘[^‘’]*’")
 _WORD = re.compile(r"[a-z_][a-z0-9_]+")
 _STOP = frozenset("""the a an of to in is are was not no for on at by and or with from be this that it its as
     error errors failed failure cannot could can""".split())

@@ -208,7 +208,7 @@ def _item_diff(name: str, joiner: str, raw_before: list[str], raw_after: list[st
     return f"{name}: {joiner.join(removed)} -> {joiner.join(added)}"
 
 
-_TOKEN = re.compile(r"'(?:[^']|'')*'?|\"(?:[^\"]|\"\")*\"?|`[^`]*`?|\[[^\]]*\]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?"
+_TOKEN = re.compile(r"'(?:[^']|'')*'?|\"(?:[^\"]|\"\")*\"?|`[^`]*`?|\[[^\[\]]*\]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?"
                     r"|\d+(?:\.\d+)?|[^\s\w'\"`]+")
 _KEYWORDS = frozenset("""select from where group by order having limit join on as and or not in is null like
     between distinct count sum avg min max union intersect except inner left right outer cross natural asc desc

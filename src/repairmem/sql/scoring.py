@@ -180,7 +180,7 @@ def gold_order_matters(gold_sql: str) -> bool:
 
 
 _LITERAL_OR_COMMENT = re.compile(
-    r"""('(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\]|--[^\n]*|/\*.*?(?:\*/|$))""", re.DOTALL)
+    r"""('(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\[\]]*\]|--[^\n]*|/\*.*?(?:\*/|$))""", re.DOTALL)
 _DISTINCT = re.compile(r"\bdistinct\b", re.IGNORECASE)
 _CUR_YEAR = re.compile(r"YEAR\s*\(\s*CURDATE\s*\(\s*\)\s*\)\s*", re.IGNORECASE)
 

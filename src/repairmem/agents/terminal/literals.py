@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-_TOKEN = re.compile(r'(?P<path>(?:[\w.-]+/)+[\w.-]*\w|[\w-]+\.[A-Za-z]\w*)'
+_TOKEN = re.compile(r'(?<![\w.-])(?P<path>(?:[\w.-]+/)+[\w.-]*\w|[\w-]+\.[A-Za-z]\w*)'
                     r'|"(?P<quoted>[^"\s]+)"'
                     r'|(?<![\w.])(?P<number>\d+(?:\.\d+)?)(?![\w])'
                     r'|(?P<word>[A-Za-z_]\w*)')
