@@ -58,7 +58,11 @@ def _error_lines(lines: list[str], room: int) -> list[str]:
     hi = len(lines)
     while hi > 0 and len(found) < ERROR_LINES:
         lo = max(0, hi - 2 * ERROR_LINES)
-        for line in reversed([line for line in lines[lo:hi] if _ERROR.search(line.lower())]):
+        block = lines[lo:hi]
+        if not _ERROR.search("\n".join(block).lower()):       # most blocks of a long log: one search each
+            hi = lo
+            continue
+        for line in reversed([line for line in block if _ERROR.search(line.lower())]):
             if len(found) == ERROR_LINES or len(line) + 1 > room:
                 return found
             found.insert(0, line)

@@ -14,6 +14,7 @@ thread, the thread that opened the store (SQLite connections stay on their threa
 ``from __future__ import annotations`` here: the SDK reads the tools' annotations at runtime.
 """
 
+import contextlib
 import contextvars
 import dataclasses
 import hmac
@@ -148,11 +149,12 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
 
     opened = memory if callable(memory) else (lambda: memory)
     one_at_a_time = threading.Lock()      # a Memory serves one verb at a time; the event loop serves all
+    beside = contextlib.nullcontext()     # but stats, which reads the last commit on its own connection
 
     def work(verb: str, request, project) -> dict:
         request, cut = bounded(request)     # the costly part of a big request, done before the queue
         try:
-            with one_at_a_time:
+            with beside if verb == "stats" else one_at_a_time:
                 out = service.VERBS[verb](opened(), request)
         except RepairmemError as exc:
             raise refused(exc) from None

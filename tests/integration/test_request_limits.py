@@ -124,8 +124,8 @@ def test_the_mcp_server_refuses_a_huge_request_and_answers_the_next(tmp_path, tr
 
 def test_a_long_call_does_not_keep_the_server_from_answering(tmp_path):
     """A record that cannot finish (another process holds the store's write lock) runs in a worker
-    thread: the server still reads, pings and refuses meanwhile, and the record completes once the
-    lock goes (calls used to queue behind a long one for ever)."""
+    thread: the server still reads, pings, answers ``stats`` and refuses meanwhile, and the record
+    completes once the lock goes (calls used to queue behind a long one for ever)."""
     import sqlite3
 
     from tests.integration.test_mcp import _payload, _session_run
@@ -145,6 +145,8 @@ def test_a_long_call_does_not_keep_the_server_from_answering(tmp_path):
                 tasks.start_soon(record)
                 await anyio.sleep(1.0)
                 await session.send_ping()
+                with anyio.fail_after(5):        # stats reads the last commit on its own connection
+                    assert _payload(await session.call_tool("stats", {}))["variants"] == 0
                 with pytest.raises(_refusal(), match=str(MAX_REQUEST_BYTES)):
                     await session.call_tool("record", _record_args(huge_log(MAX_REQUEST_BYTES + 1000)))
                 answered_while_busy = "record" not in done

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import struct
+import threading
 import time
 from contextlib import contextmanager
 from typing import Iterator, Sequence
@@ -193,6 +194,8 @@ class PostgresMemoryStore(SQLStoreBase):
         self._v7: bool | None = None
         self._url, self._timeout = url, max(1, int(connect_timeout_s))
         self._closed = False
+        self._reader = None
+        self._reading = threading.Lock()
         self._db = self._connect()
 
     def _connect(self):
@@ -243,6 +246,9 @@ class PostgresMemoryStore(SQLStoreBase):
 
     def close(self) -> None:
         self._closed = True
+        with self._reading:
+            if self._reader is not None:
+                self._reader.close()
         self._db.close()
 
     def __enter__(self) -> "PostgresMemoryStore":
@@ -319,7 +325,22 @@ class PostgresMemoryStore(SQLStoreBase):
 
     @property
     def schema_version(self) -> int:
-        return int(self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+        return self._version(self._db)
+
+    @staticmethod
+    def _version(db) -> int:
+        return int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+
+    @contextmanager
+    def _read_connection(self) -> Iterator:
+        """A second, read-only session (opened on first use, replaced when lost): ``stats`` from another
+        thread reads the last commit while a write runs on the main session."""
+        with self._reading:
+            if self._reader is None or self._reader.closed or self._reader.broken:
+                self._reader = psycopg.connect(self._url, autocommit=True, connect_timeout=self._timeout)
+                self._reader.execute("SET default_transaction_read_only = on")
+                _register_vector(self._reader)
+            yield self._reader
 
     # -- writes (shared with SQLite in ``SQLStoreBase``) ----------------------------------------
 

@@ -125,7 +125,8 @@ class MemoryStore(Protocol):
         """The highest stream position of any finalized episode (of ``namespaces``' only; None when there is none)."""
 
     def stats(self, namespaces: Sequence[str] | None = None) -> dict:
-        """Counts by polarity, kind, failure type and namespace (with ``namespaces``: of those only)."""
+        """Counts by polarity, kind, failure type and namespace (with ``namespaces``: of those only), as of
+        the last commit; safe to call from another thread while a write runs (the MCP server does)."""
 
     def integrity_problems(self) -> list[str]:
         """What would make the store inconsistent (e.g. after a crash); empty when it is sound."""

@@ -484,10 +484,19 @@ class SQLStoreBase:
         namespaces = tuple(namespaces)
         return (f" AND namespace IN ({self._marks(len(namespaces))})", namespaces) if namespaces else (" AND 0 = 1", ())
 
+    def _read_connection(self) -> AbstractContextManager:
+        """The connection ``stats`` reads on: the backend's own, so that ``stats`` may run in another
+        thread while a write is in progress (the MCP server answers it beside a long ``record``)."""
+        raise NotImplementedError
+
     def stats(self, namespaces: Sequence[str] | None = None) -> dict:
         """The store's counts; with ``namespaces``, of those namespaces' memories and episodes only (what
-        a bound ``Memory`` can see: another tenant's are neither counted nor named)."""
-        db = self._db
+        a bound ``Memory`` can see: another tenant's are neither counted nor named). Reads the last
+        committed state on ``_read_connection()``: safe beside a write in another thread."""
+        with self._read_connection() as db:
+            return self._stats(db, namespaces)
+
+    def _stats(self, db, namespaces: Sequence[str] | None) -> dict:
         where, params = "", ()
         if namespaces is not None:
             where, params = f" WHERE namespace IN ({self._marks(len(namespaces))})", tuple(namespaces)
@@ -504,7 +513,7 @@ class SQLStoreBase:
         linked = f"{where} AND" if where else " WHERE"
         return {
             "path": self.path,
-            "schema_version": self.schema_version,
+            "schema_version": self._version(db),
             "variants": one(f"SELECT count(*) FROM variants{where}"),
             "patterns": one(f"SELECT count(DISTINCT pattern_id) FROM variants{where}") if where else
             one("SELECT count(*) FROM patterns"),

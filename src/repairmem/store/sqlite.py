@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from contextlib import contextmanager
+import threading
+from contextlib import contextmanager, nullcontext
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -25,8 +26,8 @@ import numpy as np
 from ..check import INT64_MAX, check_int, parse_json
 from ..errors import InvalidInputError, StoreError
 from ..sqlite_wal import (
-    check_ours, check_writable, connect_wal, prepare_or_close, require_tables, sqlite_errors, stored_schema_version,
-    write_transaction,
+    check_ours, check_writable, connect_wal, prepare_or_close, readonly_uri, require_tables, sqlite_errors,
+    stored_schema_version, write_transaction,
 )
 from ..types import COUNTER_NAMES, Counters, MemoryVariant, Outcome, Polarity, Provenance, Scope
 from .mirror import Mirror as _Mirror
@@ -118,6 +119,7 @@ def _tables(version: int) -> tuple[str, ...]:
     return tuple(re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS[:version] for s in m)))
 
 _WHAT = "repairmem store"
+_NO_LOCK = nullcontext()
 _guarded = sqlite_errors(_WHAT)     # SQLite's errors on any public method: StoreError naming the file
 
 _VARIANT_COLUMNS = ("id, kind, polarity, namespace, failure_type, failure_subtype, root_cause, question, "
@@ -145,6 +147,9 @@ class SQLiteMemoryStore(SQLStoreBase):
         self._seen_data_version: int | None = None
         self._own_writes = 0
         self._seen_own_writes = -1
+        self._reader: sqlite3.Connection | None = None
+        self._reading = threading.RLock()     # held by writes too on ':memory:', which has one connection
+        self._busy_timeout_s = busy_timeout_s
         self._db = connect_wal(self.path, busy_timeout_s=busy_timeout_s, what="repairmem store",
                                application_id=APPLICATION_ID, read_only=read_only)
         prepare_or_close(self._db, self.path, _WHAT, self._check_readable if read_only else self._migrate)
@@ -154,7 +159,24 @@ class SQLiteMemoryStore(SQLStoreBase):
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
+        with self._reading:
+            if self._reader is not None:
+                self._reader.close()
         self._db.close()
+
+    @contextmanager
+    def _read_connection(self) -> Iterator[sqlite3.Connection]:
+        """A file store's second, read-only connection (WAL: it sees the last commit, never a write in
+        progress); ``:memory:`` has only one, so there ``stats`` waits for the write."""
+        with self._reading:
+            if self.path == ":memory:":
+                yield self._db
+                return
+            if self._reader is None:
+                self._reader = sqlite3.connect(readonly_uri(self.path), uri=True, timeout=self._busy_timeout_s,
+                                               isolation_level=None, check_same_thread=False)
+                self._reader.execute("PRAGMA query_only = ON")
+            yield self._reader
 
     def __enter__(self) -> "SQLiteMemoryStore":
         return self
@@ -165,7 +187,7 @@ class SQLiteMemoryStore(SQLStoreBase):
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         check_writable(self.read_only, self.path)
-        with write_transaction(self._db) as db:
+        with self._reading if self.path == ":memory:" else _NO_LOCK, write_transaction(self._db) as db:
             yield db
         self._own_writes += 1   # this connection's commits do not move PRAGMA data_version
 
@@ -211,7 +233,10 @@ class SQLiteMemoryStore(SQLStoreBase):
     @property
     @_guarded
     def schema_version(self) -> int:
-        return stored_schema_version(self._db, self.path, _WHAT)
+        return self._version(self._db)
+
+    def _version(self, db) -> int:
+        return stored_schema_version(db, self.path, _WHAT)
 
     # -- writes (shared with PostgreSQL in ``SQLStoreBase``; SQLite's errors become StoreError) ----
 
