@@ -97,6 +97,7 @@ class Recall:
                 "why": self.why, "diagnosis": self.diagnosis.__dict__,
                 "candidates": [{"id": s.memory.id, "polarity": s.memory.polarity.value, "score": s.score,
                                 "dense": s.dense, "bm25": s.bm25, "failure_type": s.memory.failure_type,
+                                "root_cause": s.memory.root_cause,
                                 "namespace": s.memory.namespace, "unverified": s.memory.unverified,
                                 "ask_only": s.memory.id in self.ask_only, "support": s.memory.support}
                                for s in self.candidates],

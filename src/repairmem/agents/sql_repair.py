@@ -93,7 +93,8 @@ def _memory_method(name: str, writes: tuple[Polarity, ...] = BOTH) -> Method:
 # literal with the query is from another database (the SQL look-alike, ``gate.features``), where a
 # terminal one is another project's instance of the same cause. The family-only ask is off too: the
 # SQL runs answer no ask, and their rows stay as they were.
-SQL_RSCB_PARAMS = (("ask_when_exact", False), ("ask_when_cause_agrees", False), ("ask_when_family_only", False))
+SQL_RSCB_PARAMS = (("ask_when_exact", False), ("ask_when_cause_agrees", False), ("ask_when_family_only", False),
+                   ("ask_after_refusal", True))
 
 
 def _sql_gate_params(policy: str | None) -> tuple:

@@ -117,6 +117,7 @@ async def run_session(call: Call, steps: list[Step]) -> Outcome:
         if step.role != "own":
             out.add("risky_injected_abroad", any(m in risky for m in injected))
             out.add("risky_asked_ahead_of_verified", asked in risky and _verified_above(got, asked))
+            out.add("risky_asked_below_a_verified_score", asked in risky and _verified_above(got, asked, by_cause=False))
         out.rows.append({"day": step.day, "project": step.project, "role": step.role, "id": step.row["id"],
                          "source": step.row["source"], "action": got["action"], "injected": injected,
                          "asked": asked, "surfaced": surfaced, "reason": got["explain"]["reason"],
@@ -125,10 +126,19 @@ async def run_session(call: Call, steps: list[Step]) -> Outcome:
     return out
 
 
-def _verified_above(got: dict, asked: int) -> bool:
-    """Whether a verified candidate of the recall scored above the asked one."""
-    scores = {c["id"]: c["score"] for c in got["candidates"]}
-    return any(not c["unverified"] and not c["ask_only"] and c["score"] > scores.get(asked, float("inf"))
+def _verified_above(got: dict, asked: int, *, by_cause: bool = True) -> bool:
+    """Whether a verified candidate of the recall ranks above the asked one: agrees with the recall's
+    diagnosis at least as well (the same family and root cause 1, one side unknown 0.5, else 0: the
+    gate's lead order) and scores higher; ``by_cause=False``: scores higher, whatever its cause."""
+    diagnosis = got["explain"]["diagnosis"]
+
+    def key(c: dict) -> tuple:
+        root = c.get("root_cause") or "unknown"
+        agree = 0.0 if c["failure_type"] != diagnosis["family"] else (
+            0.5 if "unknown" in (root, diagnosis["root_cause"]) else float(root == diagnosis["root_cause"]))
+        return (agree if by_cause else 0.0, c["score"])
+    mine = next((key(c) for c in got["candidates"] if c["id"] == asked), (float("inf"), float("inf")))
+    return any(not c["unverified"] and not c["ask_only"] and key(c) > mine
                for c in got["candidates"] if c["id"] != asked)
 
 

@@ -358,6 +358,12 @@ class FeatureExtractor:
             self._profile_sets = _sets(key)
         return self._profile_sets
 
+    def agreement(self, profile: QueryProfile, memory: MemoryVariant) -> float:
+        """How well ``memory``'s diagnosis agrees with the query's (1 same cause, 0.5 one side unknown,
+        0 another cause or family): the first key of the lead order (``lead``)."""
+        e = self._entry(memory)
+        return _agree(e[0], e[1], profile.family, profile.root_cause)
+
     def lead(self, profile: QueryProfile, memories: Sequence[MemoryVariant]) -> tuple[int, float]:
         """(index of the lead candidate, its agreement)."""
         i, agree, _, _ = self._lead(profile, [self._entry(m) for m in memories])

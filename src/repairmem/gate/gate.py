@@ -146,14 +146,17 @@ def _score(candidate) -> float:
     return float(candidate[1] if isinstance(candidate, tuple) else candidate.score)
 
 
-def _undominated(candidates: Sequence, ask_only: frozenset[int]) -> list:
-    """``candidates`` without the ask-only ones that a verified candidate outscores: a memory that is
-    only asked about is never put before one a check confirmed (issue 43: the ask led with the worst)."""
+def _undominated(candidates: Sequence, ask_only: frozenset[int], agreement: Callable[[MemoryVariant], float]) -> list:
+    """``candidates`` without the ask-only ones that a verified candidate ranks above: a memory that is
+    only asked about is never put before one a check confirmed (issue 43: the ask led with the worst).
+    Ranking is the gate's lead order: agreement with the query's diagnosis (``agreement``), then the
+    retrieval score; a verified memory of another cause does not outrank one of the query's own."""
     if not ask_only:
         return list(candidates)
-    verified = [_score(c) for c in candidates if _memory(c).id not in ask_only and not _memory(c).unverified]
-    best = max(verified, default=-math.inf)
-    return [c for c in candidates if _memory(c).id not in ask_only or _score(c) >= best]
+    key = {id(c): (agreement(_memory(c)), _score(c)) for c in candidates}
+    verified = [key[id(c)] for c in candidates if _memory(c).id not in ask_only and not _memory(c).unverified]
+    best = max(verified, default=(-math.inf, -math.inf))
+    return [c for c in candidates if _memory(c).id not in ask_only or key[id(c)] >= best]
 
 
 class Gate:
@@ -199,7 +202,7 @@ class Gate:
         agent, never by ``confirm``), and no injection carries one. ``home``: the querying project, so
         that what is rendered names the project of a memory from another.
         """
-        candidates = _undominated(candidates, ask_only)
+        candidates = _undominated(candidates, ask_only, lambda m: self.extractor.agreement(profile, m))
         if self.durable and self.audit.policy_updates() != self._updates:   # another process learned
             self.policy, self._updates = self.audit.policy_state()
         profile = replace(profile, session_rejections=self.sessions.get(session, 0))

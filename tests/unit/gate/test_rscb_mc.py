@@ -24,8 +24,27 @@ def test_override_forbids_injection_on_a_hard_negative_even_when_exploring():
         d = policy.decide(x_of(HARD_NEGATIVE))
         assert not d.injects
         assert d.override_fired and "family_confidence" in d.override_reasons()
-        assert d.propensity == pytest.approx(1 / 3)   # uniform over the three non-injecting actions
+        assert d.propensity == pytest.approx(1 / 2)   # uniform over abstain and no_memory: a refusal asks nothing
         assert all(s == float("-inf") for s, inj in zip(d.scores, INJECTS) if inj)
+        assert d.scores[ASK] == float("-inf")
+
+
+def test_a_refusal_never_asks_however_well_asking_has_paid_unless_kept_as_measured():
+    """Issue 43: an ask puts the memory before the agent. After a refusal the learned scores chose
+    ``ask_feedback`` whenever asks had paid elsewhere: 6 of the 13 look-alikes asked in the two-project
+    session. ``ask_after_refusal`` (the SQL and autonomous terminal rows, a state saved before it) keeps
+    the three non-injecting actions open."""
+    for keep, expected in ((False, {ACTION_INDEX[Action.ABSTAIN], ACTION_INDEX[Action.NO_MEMORY]}),
+                           (True, set(np.flatnonzero(~np.array(INJECTS))))):
+        policy = RSCBMC(ask_after_refusal=keep)
+        for _ in range(100):                         # asking paid every time it was tried
+            d = policy.decide(x_of(SAFE, family_confidence=0.3))
+            policy.update(d._replace(index=ASK), 3.0, false_positive=False)
+        greedy = policy.decide(x_of(HARD_NEGATIVE)).index
+        assert (greedy == ASK) is keep
+        explore = RSCBMC(ask_after_refusal=keep, epsilon=1.0, seed=1)
+        assert {explore.decide(x_of(HARD_NEGATIVE)).index for _ in range(100)} == expected
+    assert RSCBMC.saved_without["ask_after_refusal"] is True
 
 
 def test_hard_negative_with_the_highest_lexical_score_is_not_injected_after_learning_to_inject():
@@ -68,12 +87,13 @@ def test_uncertain_family_evidence_asks_and_contradicting_evidence_does_not_forc
         d = policy.decide(unsure)
         assert d.index == ASK and d.propensity == 1.0 and d.override_reasons() == ["family_confidence"]
     # the look-alike (family 0) and uncertainty together with another check: abstain/no_memory stay open
-    assert {policy.decide(x_of(HARD_NEGATIVE)).index for _ in range(100)} == set(np.flatnonzero(~np.array(INJECTS)))
+    refuse = {ACTION_INDEX[Action.ABSTAIN], ACTION_INDEX[Action.NO_MEMORY]}
+    assert {policy.decide(x_of(HARD_NEGATIVE)).index for _ in range(100)} == refuse
     both = x_of(dict(zip(FEATURE_NAMES, unsure)), historical_false_positive_rate=0.5)
-    assert {policy.decide(both).index for _ in range(100)} == set(np.flatnonzero(~np.array(INJECTS)))
+    assert {policy.decide(both).index for _ in range(100)} == refuse
     # the ablation switch restores the plain override
     plain = RSCBMC(epsilon=1.0, ask_when_uncertain=False, seed=3)
-    assert {plain.decide(unsure).index for _ in range(100)} == set(np.flatnonzero(~np.array(INJECTS)))
+    assert {plain.decide(unsure).index for _ in range(100)} == refuse
 
 
 def test_masked_features_skip_their_override_check():

@@ -269,7 +269,7 @@ class Found:
 # feature 5 is the context cosine, so below ``min_family_confidence`` the "uncertain" route forced
 # ``ask_feedback`` on every such hint.
 AUTONOMOUS_RSCB_PARAMS = (("ask_when_uncertain", False), ("ask_when_exact", False), ("ask_when_cause_agrees", False),
-                          ("ask_when_family_only", False))
+                          ("ask_when_family_only", False), ("ask_after_refusal", True))   # the rows as measured
 
 
 class Experience:

@@ -16,6 +16,8 @@ from ..features import GENERIC_ERROR_LINE, INDEX, N_FEATURES
 from .base import ALL, _ASK_ONLY, _COUNT, _INJECT_IDX, _NEG_INF, _SAFE_IDX, Decision, _argmax, _check_x, _number
 from .linear import _Linear
 
+_REFUSE = tuple(i for i in _SAFE_IDX if i not in _ASK_ONLY)     # abstain, no_memory
+
 # Payload size of each action relative to the top-1 payload (cost prior of RSCB-MC).
 PAYLOAD_FACTOR = (0.0, 1.0, 2.5, 0.7, 6.0, 0.0, 0.0)
 # How much RSCB-MC's prior trusts each injecting action (the smaller the payload, the more).
@@ -74,8 +76,11 @@ class RSCBMC(_Linear):
 
     When the override fires, RSCB-MC asks (``ask_feedback`` is the only allowed action: the lead
     memory goes back to the caller as an open ask, nothing is injected) instead of refusing in four
-    cases, and refuses in every other (the three non-injecting actions are left to the learned
-    scores). All four need ``ask_when_uncertain``; in each, part of the evidence names the memory
+    cases, and refuses in every other: abstain or no_memory, by the learned scores. An ask puts the
+    memory before the agent, so a refusal does not leave it to the scores (issue 43: a learned ask
+    after a refusal was how most look-alikes reached the agent); ``ask_after_refusal`` keeps it among
+    the three non-injecting actions, as the SQL methods were measured (their ask is answered by the
+    schema check, not shown). All four need ``ask_when_uncertain``; in each, part of the evidence names the memory
     and the rest is missing rather than contrary, so the worst a look-alike gets is a question:
 
     - uncertain (the family check is the only one that fires and family_confidence > 0): the
@@ -131,7 +136,8 @@ class RSCBMC(_Linear):
     name: ClassVar[str] = "rscb_mc"
     reads_unknown: ClassVar[bool] = True
     saved_without: ClassVar[dict] = {"ask_when_exact": False, "ask_when_cause_agrees": False,
-                                     "ask_when_unnamed": False, "ask_when_family_only": False}
+                                     "ask_when_unnamed": False, "ask_when_family_only": False,
+                                     "ask_after_refusal": True}
     alpha: float = 1.0
     mu: float = 2.0
     kappa: float = 0.0
@@ -154,6 +160,7 @@ class RSCBMC(_Linear):
     ask_when_cause_agrees: bool = True
     ask_when_unnamed: bool = True
     ask_when_family_only: bool = True
+    ask_after_refusal: bool = False
     contextual: bool = True
     seed: int = 0
 
@@ -173,7 +180,8 @@ class RSCBMC(_Linear):
         _number(self.name, "prior_count", self.prior_count, low=0.0)
         check_int(self.max_session_rejections, "max_session_rejections", low=1, where=self.name)
         for key in ("allow_abstention", "use_override", "ask_when_uncertain", "ask_when_exact",
-                    "ask_when_cause_agrees", "ask_when_unnamed", "ask_when_family_only", "contextual"):
+                    "ask_when_cause_agrees", "ask_when_unnamed", "ask_when_family_only", "ask_after_refusal",
+                    "contextual"):
             check_bool(getattr(self, key), key, where=self.name)
 
     def _init_state(self) -> None:
@@ -275,7 +283,8 @@ class RSCBMC(_Linear):
         else:
             if self.use_override:
                 flags = self.override_flags(x)
-            allowed = ALL if not flags else _ASK_ONLY if self._asks(x, flags, unknown) else _SAFE_IDX
+            allowed = (ALL if not flags else _ASK_ONLY if self._asks(x, flags, unknown)
+                       else _SAFE_IDX if self.ask_after_refusal else _REFUSE)
         mean_risk, w2 = self._predict_lists(x)
         cost = self.lambda_cost * (self._lat_w * x[self._lat] + self._tok_w * x[self._tok])
         alpha, mu, kappa = self.alpha, self.mu, self.kappa
