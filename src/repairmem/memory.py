@@ -404,7 +404,7 @@ class Memory(Lifecycle):
                 extra.update(by_task=True, similarity={**extra["similarity"],
                                                        **self._task_similarity(situation.task, found.positives)})
             profile = QueryProfile(query_id, diagnosis.family, diagnosis.root_cause, diagnosis.confidence, signatures,
-                                   token_budget=self._token_budget, kind=domain.kind, database=situation.identifiers,
+                                   token_budget=self._token_budget, evidence=domain.evidence, database=situation.identifiers,
                                    **extra)
             rendered: dict = {}
 

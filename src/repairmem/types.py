@@ -28,6 +28,19 @@ SIGNATURE_FIELDS: Mapping[str, type] = MappingProxyType({
     "run": str, "task": str, "step": int, "established": str, "useful": str})
 
 
+@dataclass(frozen=True, slots=True)
+class Signatures:
+    """Structural evidence of one failure (RSCB-MC's command / path / stack / entity features): what a
+    domain's classifier reads off a failure and the gate compares between a query and a memory."""
+
+    command: str              # normalised command signature: program + subcommand + flags
+    paths: tuple[str, ...]    # normalised file paths (tmp dirs, home and line numbers stripped), sorted
+    stack: tuple[str, ...]    # exception type, then the innermost frames as "file:function", in order
+    entities: tuple[str, ...] # typed named things "kind:value", sorted
+    error_line: str           # the single most informative error line
+    lines: tuple[str, ...] = ()  # the log's distinctive lines, normalised (``log_lines``); not stored
+
+
 class Outcome(StrEnum):
     """What the verifier observed for one attempt (MERIT's z)."""
 

@@ -20,6 +20,7 @@ import pytest
 
 from repairmem import Memory
 from repairmem.domains.terminal import TerminalFailure
+from repairmem.domains import terminal_profile
 from repairmem.gate import Gate, QueryProfile
 from repairmem.gate.actions import ACTIONS, Action
 from repairmem.gate.policies import RSCBMC
@@ -276,7 +277,7 @@ def test_a_top3_carries_no_look_alike_that_the_gate_would_refuse_alone(memory):
     repeat, lookalike, competitor, locked = memory.get([1, 2, 3, 4])
     assert (lookalike.failure_type, locked.failure_type) == ("test_failure", "sqlite_locked")
     query = "tests/test_orders.py"
-    profile = QueryProfile.from_log("now", DJANGO_LOG.format(test=query), f"pytest {query}")
+    profile = terminal_profile("now", DJANGO_LOG.format(test=query), f"pytest {query}")
     candidates = [(repeat, 0.9), (lookalike, 0.8), (competitor, 0.7), (locked, 0.6)]
     result = Gate(Top3()).decide(profile, candidates)
     assert result.decision.action is Action.TOP3_SUMMARY and result.payload.memory_ids == (1, 3)

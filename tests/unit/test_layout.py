@@ -31,7 +31,7 @@ ALLOWED = {
     "llm": BASE,
     "sql": BASE | {"classify"},
     "retrieval": BASE | {"store"},
-    "gate": BASE | {"classify", "retrieval", "store"},
+    "gate": BASE,                                                 # compares evidence; reads no classifier, no store
     "domains": BASE | {"classify", "sql", "retrieval", "gate"},   # what SQL and terminal mean, behind one protocol
     "lifecycle": BASE,                                            # Memory's forget, correct, history
     "vocabulary": BASE,                                           # the words an agent reads (service's answers)
@@ -233,3 +233,20 @@ def test_memory_has_no_domain_branch():
     """``Memory`` dispatches to its domains; it never asks which kind a failure is."""
     text = (SRC / "memory.py").read_text(encoding="utf-8")
     assert "kind ==" not in text and "kind !=" not in text and "SqlFailure)" not in text
+
+
+def test_the_gate_compares_no_kind():
+    """Issue 46: what differs between SQL and terminal memories reaches the gate as a domain's
+    ``Evidence``; no module of ``gate/`` compares anything with a kind's name."""
+    kinds = {"sql", "terminal"}
+    found = []
+    for name, path in _modules().items():
+        if not name.startswith(f"{ROOT}.gate"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Compare):
+                for side in (node.left, *node.comparators):
+                    values = side.elts if isinstance(side, (ast.Tuple, ast.Set, ast.List)) else [side]
+                    if any(isinstance(v, ast.Constant) and v.value in kinds for v in values):
+                        found.append(f"{path.name}:{node.lineno}")
+    assert found == []

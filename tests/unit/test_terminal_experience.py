@@ -8,6 +8,7 @@ from repairmem.agents.terminal import AgentRunConfig, Experience, render_hint_bo
 from repairmem.agents.terminal.effects import MAX_LISTED, changed, snapshot
 from repairmem.agents.terminal.experience import archived_steps
 from repairmem.classify.terminal import Signatures
+from repairmem.domains import TERMINAL_EVIDENCE
 from repairmem.errors import InvalidInputError
 from repairmem.gate.actions import INJECTING
 from repairmem.gate.features import INDEX, QueryProfile, extract_features
@@ -148,7 +149,8 @@ def lead(namespace: str, question: str) -> MemoryVariant:
 
 
 def profile(by_task: bool, similarity: float) -> QueryProfile:
-    return QueryProfile("q", "unknown", "unknown", 0.2, Signatures("", (), (), (), ""), kind="terminal", step=3, namespace="quillnotes",
+    return QueryProfile("q", "unknown", "unknown", 0.2, Signatures("", (), (), (), ""), evidence=TERMINAL_EVIDENCE, step=3,
+                        namespace="quillnotes",
                         similarity={7: similarity}, by_task=by_task)
 
 

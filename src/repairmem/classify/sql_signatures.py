@@ -29,7 +29,7 @@ from functools import lru_cache
 from sqlglot import exp
 
 from .sql import parse_query
-from .terminal import Signatures
+from ..types import Signatures
 
 _MAX_SQL_CHARS = 20_000
 _ERROR_IDENT = re.compile(r"no such (?:table|column):\s*([\w.]+)|(?:ambiguous column name|unknown column)"

@@ -17,24 +17,12 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from dataclasses import dataclass
 
 from ..errors import InvalidInputError
+from ..types import Signatures
 from .terminal_rules import Rule, _rx
 
 _STACK_FRAMES = 3  # innermost frames kept in the stack signature
-
-
-@dataclass(frozen=True, slots=True)
-class Signatures:
-    """Structural evidence of one failure log (RSCB-MC's command / path / stack / entity features)."""
-
-    command: str              # normalised command signature: program + subcommand + flags
-    paths: tuple[str, ...]    # normalised file paths (tmp dirs, home and line numbers stripped), sorted
-    stack: tuple[str, ...]    # exception type, then the innermost frames as "file:function", in order
-    entities: tuple[str, ...] # typed named things "kind:value", sorted
-    error_line: str           # the single most informative error line
-    lines: tuple[str, ...] = ()  # the log's distinctive lines, normalised (``log_lines``); not stored
 
 
 _EXC_LINE = re.compile(

@@ -8,12 +8,14 @@ of task, behind one protocol (``base.Domain``). ``Memory`` dispatches to them an
 from ..retrieval.hybrid import RetrievalConfig, RetrievalQuery   # the protocol's value types
 from .base import Confirm, Diagnosis, Domain, Shown, Situation, domain_for, domain_of_kind
 from .sql import RETRIEVAL_METHODS, SqlDomain, SqlFailure, copies_foreign_names, retrieval_config, schema_check
-from .sql import sql_diagnosis
-from .terminal import TERMINAL_RETRIEVAL, TerminalDomain, TerminalFailure, terminal_memory_fields
+from .sql import SQL_EVIDENCE, SqlEvidence, sql_diagnosis
+from .terminal import (TERMINAL_EVIDENCE, TERMINAL_RETRIEVAL, TerminalDomain, TerminalEvidence, TerminalFailure,
+                       terminal_memory_fields, terminal_profile)
 
 DEFAULT_DOMAINS: tuple[Domain, ...] = (SqlDomain(), TerminalDomain())
 
 __all__ = ["Confirm", "DEFAULT_DOMAINS", "Diagnosis", "Domain", "RETRIEVAL_METHODS", "RetrievalConfig", "RetrievalQuery",
-           "Shown", "Situation", "SqlDomain", "SqlFailure", "TERMINAL_RETRIEVAL", "TerminalDomain", "TerminalFailure",
+           "SQL_EVIDENCE", "Shown", "Situation", "SqlDomain", "SqlEvidence", "SqlFailure", "TERMINAL_EVIDENCE",
+           "TERMINAL_RETRIEVAL", "TerminalDomain", "TerminalEvidence", "TerminalFailure",
            "copies_foreign_names", "domain_for", "domain_of_kind", "retrieval_config", "schema_check", "sql_diagnosis",
-           "terminal_memory_fields"]
+           "terminal_memory_fields", "terminal_profile"]

@@ -2,8 +2,8 @@
 
 ``Memory`` knows no domain. For each failure it asks its registered domains which one ``accepts``
 it, then lets that domain say what the failure is (``diagnose``), where it happens (``situation``),
-what to retrieve with (``query``), how memory is shown (``show``) and what a finished episode keeps
-(``finalize``); ``parse`` turns the JSON of the MCP server and the CLI into the domain's failure.
+what to retrieve with (``query``), how the gate reads a memory's evidence (``evidence``), how memory
+is shown (``show``) and what a finished episode keeps (``finalize``); ``parse`` turns the JSON of the MCP server and the CLI into the domain's failure.
 Retrieval, the gate and the store stay generic.
 """
 
@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
-from ..classify.terminal import Signatures
+from ..types import Signatures
 from ..errors import InvalidInputError
+from ..gate.evidence import Evidence
 from ..retrieval.hybrid import RetrievalConfig, RetrievalQuery
 from ..types import Episode, MemoryVariant
 
@@ -62,6 +63,7 @@ class Shown:
 class Domain(Protocol):
     kind: str                     # the ``MemoryVariant.kind`` it owns
     retrieval: RetrievalConfig    # its default retrieval row
+    evidence: Evidence            # how the gate reads its memories' evidence (``gate.evidence``)
 
     def accepts(self, failure: Any) -> bool: ...
 

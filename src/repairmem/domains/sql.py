@@ -31,6 +31,7 @@ from ..check import request_error, request_fields
 from ..classify.sql import classify_sql
 from ..classify.sql_signatures import identifiers as sql_identifiers, sql_signatures
 from ..errors import InvalidInputError
+from ..gate.evidence import StoredEvidence
 from ..retrieval.hybrid import MERIT, RetrievalConfig, RetrievalQuery
 from ..sql.hints import schema_safe_hint
 from ..sql.prompts import render_memories, render_memory
@@ -123,6 +124,23 @@ def _confidence(d) -> float:
     return 0.3 if d.failure_type.value == "Unknown" else 0.6 if d.rule.startswith("result.") else 0.9
 
 
+class SqlEvidence(StoredEvidence):
+    """A SQL memory's evidence for the gate: the signatures of its before and after queries
+    (``classify.sql_signatures``) and the tables and columns its direction (``after``) reads, which
+    schema compatibility checks against the current database (``before`` may name what was wrong)."""
+
+    def signatures(self, memory: MemoryVariant):
+        if memory.kind == "sql" and not memory.signatures:
+            return sql_signatures(memory.before, memory.after, error=memory.failure_context)
+        return super().signatures(memory)
+
+    def identifiers(self, memory: MemoryVariant) -> frozenset[str]:
+        return sql_identifiers(memory.after) if memory.kind == "sql" else frozenset()
+
+
+SQL_EVIDENCE = SqlEvidence()
+
+
 @dataclass(frozen=True)
 class SqlDomain:
     """Text-to-SQL repair (MERIT): ``SqlFailure`` in, MERIT's transitions out; ``render`` as above."""
@@ -130,6 +148,7 @@ class SqlDomain:
     render: str = "merit"
     retrieval: RetrievalConfig = MERIT
     kind = "sql"
+    evidence = SQL_EVIDENCE
 
     def __post_init__(self) -> None:
         if self.render not in RENDERINGS:

@@ -12,14 +12,17 @@ tokens) would otherwise embed its head. It also bounds a recall's embedding time
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from ..check import request_error, request_fields
+from ..classify.log_lines import log_lines
 from ..classify.terminal import classify_terminal
 from ..errors import InvalidInputError
 from ..gate.actions import Action, render
-from ..gate.features import signature_memory_dict
+from ..gate.evidence import StoredEvidence
+from ..gate.features import QueryProfile, signature_memory_dict
 from ..retrieval.hybrid import RetrievalConfig, RetrievalQuery
 from ..types import Episode, MemoryVariant, memory_from_episode
 from ..untrusted import untrusted
@@ -60,6 +63,36 @@ def terminal_memory_fields(log: str, command: str | None) -> dict:
     return {"failure_type": d.family, "root_cause": d.root_cause, "signatures": signature_memory_dict(d.signatures)}
 
 
+_STATUS = re.compile(r"status: [\w-]+; error: ")
+
+
+class TerminalEvidence(StoredEvidence):
+    """A terminal memory's evidence for the gate: its stored log signatures and the distinctive lines
+    of its failure log (``classify.log_lines``); the gate names the lead's features that are 0 for
+    want of evidence, and a payload of several memories carries only those it would admit alone."""
+
+    reports_unknown = True
+    admits_each = True
+
+    def lines(self, memory: MemoryVariant) -> frozenset[str]:
+        if memory.kind != "terminal" or not memory.failure_context:
+            return frozenset()
+        text = memory.failure_context
+        m = _STATUS.match(text)
+        return frozenset(log_lines(text[m.end():] if m else text))
+
+
+TERMINAL_EVIDENCE = TerminalEvidence()
+
+
+def terminal_profile(query_id: str, log: str, command: str | None = None, **session) -> QueryProfile:
+    """The gate's ``QueryProfile`` of a terminal failure (``log``, ``command``) read by the terminal
+    classifier, with the terminal evidence unless ``session`` names another; ``session``: the other ``QueryProfile`` fields."""
+    d = classify_terminal(log, command)
+    return QueryProfile(query_id, d.family, d.root_cause, float(d.confidence), d.signatures,
+                        **{"evidence": TERMINAL_EVIDENCE, **session})
+
+
 def show_payload(payload, positives: Sequence[MemoryVariant], negatives: Sequence[MemoryVariant]) -> Shown:
     """The gate payload's text (``payload``: None without a gate: everything, as high recall), then
     each failed direction it carries (``Memory`` passes them where the gate allows: high recall, or
@@ -84,6 +117,7 @@ class TerminalDomain:
 
     retrieval: RetrievalConfig = TERMINAL_RETRIEVAL
     kind = "terminal"
+    evidence = TERMINAL_EVIDENCE
 
     def accepts(self, failure: Any) -> bool:
         return isinstance(failure, TerminalFailure)

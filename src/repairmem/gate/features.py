@@ -1,7 +1,8 @@
 """RSCB-MC's state: the review's 16 features (Table 2) and six of ours, in R^22.
 
-Every feature is computed from observable data only: the query's diagnosis (``classify_terminal``
-of the command and log the agent saw, or ``classify_sql`` of the status and DBMS error), the
+Every feature is computed from observable data only: the query's diagnosis (its domain's classifier:
+``classify_terminal`` of the command and log the agent saw, ``classify_sql`` of the status and DBMS
+error; the gate imports neither, and reads each candidate's evidence as the domain says: ``evidence``), the
 candidates retrieval returned (``Scored``: the hybrid
 score and the memory with its family, root cause, signatures and feedback counters), the session's
 feedback so far and the prompt's token budget. Nothing reads a ground-truth label.
@@ -91,7 +92,7 @@ or similarity (the terminal gate, the gate benchmark) leaves 18-21 at 0, so mode
 18 features are unchanged on them. An answer memory, when retrieved, leads (its question is the
 evidence that it applies, whatever the failure), and it agrees with any diagnosis (agreement 1).
 
-For SQL (``kind="sql"``) the family is MERIT's failure type, the root cause its sub-type, and the
+For SQL (the SQL domain's evidence) the family is MERIT's failure type, the root cause its sub-type, and the
 signatures are ``classify.sql_signatures``: features 7-9 compare the tables and columns the
 memory's queries read with the current query's, feature 6 the literals and error-named
 identifiers. A memory from another database shares none of them, which is the SQL look-alike.
@@ -111,13 +112,11 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ..classify.log_lines import log_lines
-from ..classify.sql_signatures import identifiers as sql_identifiers, sql_signatures
-from ..classify.terminal import Signatures, TerminalDiagnosis, classify_terminal
 from ..check import check_bool, check_int, check_number
 from ..errors import InvalidInputError
-from ..types import ANSWER, Counters, MemoryVariant
+from ..types import ANSWER, Counters, MemoryVariant, Signatures
 from .actions import LATENCY_BASE_MS, LATENCY_PER_TOKEN_MS, estimate_tokens, render_resolution
+from .evidence import STORED, Evidence
 
 FEATURE_NAMES: tuple[str, ...] = (
     "top1_score", "top2_score", "score_margin", "candidate_entropy", "candidate_count",
@@ -151,6 +150,7 @@ class QueryProfile:
     schema compatibility checks a memory against; None when unknown (nothing is checked).
     ``step``, ``namespace`` and ``similarity`` (memory id -> question cosine) feed features 18-20.
     ``by_task``: the call asks for memory for a task, not after a failure (module doc, "By task").
+    ``evidence``: how the candidates' evidence is read, as the query's domain says (``gate.evidence``).
     """
 
     query_id: str
@@ -160,7 +160,7 @@ class QueryProfile:
     signatures: Signatures
     session_rejections: int = 0
     token_budget: int = 4000
-    kind: str = "terminal"
+    evidence: Evidence = STORED
     database: frozenset[str] | None = None
     step: int = 0
     namespace: str = ""
@@ -173,30 +173,12 @@ class QueryProfile:
         for name in ("session_rejections", "token_budget", "step"):
             check_int(getattr(self, name), name, low=0, where=where)
         check_bool(self.by_task, "by_task", where=where)
-        if self.kind not in ("sql", "terminal"):
-            raise InvalidInputError(f"query {self.query_id}: kind must be 'sql' or 'terminal', got {self.kind!r}")
+        if not isinstance(self.evidence, Evidence):
+            raise InvalidInputError(f"query {self.query_id}: evidence must be a gate.evidence.Evidence (a domain's "
+                                    f"``evidence``), got {type(self.evidence).__name__}")
         if self.database is not None:
             object.__setattr__(self, "database", frozenset(self.database))
 
-    @classmethod
-    def from_diagnosis(cls, query_id: str, diagnosis: TerminalDiagnosis, **session) -> "QueryProfile":
-        return cls(query_id, diagnosis.family, diagnosis.root_cause, float(diagnosis.confidence),
-                   diagnosis.signatures, **session)
-
-    @classmethod
-    def from_log(cls, query_id: str, log: str, command: str | None = None, **session) -> "QueryProfile":
-        return cls.from_diagnosis(query_id, classify_terminal(log, command), **session)
-
-
-def signatures_of(memory: MemoryVariant) -> Signatures:
-    """A memory's signatures: stored ones (``MemoryVariant.signatures``), or for SQL those of its
-    before and after queries."""
-    s = memory.signatures
-    if memory.kind == "sql" and not s:
-        return sql_signatures(memory.before, memory.after, error=memory.failure_context)
-    return Signatures(command=str(s.get("command", "") or ""), paths=tuple(s.get("paths", ()) or ()),
-                      stack=tuple(s.get("stack", ()) or ()), entities=tuple(s.get("entities", ()) or ()),
-                      error_line=str(s.get("error_line", "") or ""))
 
 
 def signature_memory_dict(sig: Signatures) -> dict:
@@ -233,16 +215,6 @@ def _sets(sig: Signatures) -> tuple[frozenset, ...]:
 
 # Named in ``extract_evidence``'s set when the two logs share no distinctive line (module doc).
 GENERIC_ERROR_LINE = "error_line_generic"
-_STATUS = re.compile(r"status: [\w-]+; error: ")
-
-
-def memory_lines(memory: MemoryVariant) -> frozenset[str]:
-    """The distinctive lines (``classify.log_lines``) of a terminal memory's failure log."""
-    if memory.kind != "terminal" or not memory.failure_context:
-        return frozenset()
-    text = memory.failure_context
-    m = _STATUS.match(text)
-    return frozenset(log_lines(text[m.end():] if m else text))
 
 
 def _jaccard(a: frozenset, b: frozenset) -> float:
@@ -310,35 +282,36 @@ class FeatureExtractor:
         self._profile_sets = None
 
     def missing_share(self, profile: QueryProfile, memory: MemoryVariant) -> float:
-        """Share of ``memory``'s SQL identifiers absent from the current database (0: nothing to check)."""
-        if profile.database is None or memory.kind != "sql":
+        """Share of the names ``memory``'s direction reads (``Evidence.identifiers``; SQL: its tables and
+        columns) that the query's environment lacks (0: nothing to check)."""
+        if profile.database is None:
             return 0.0
         idents = self._ident_cache.get(memory.id)
         if idents is None:
-            idents = sql_identifiers(memory.after)     # the direction; ``before`` may name what was wrong
+            idents = profile.evidence.identifiers(memory)
             if memory.id is not None:
                 self._ident_cache[memory.id] = idents
         if not idents:
             return 0.0
         return len(idents - profile.database) / len(idents)
 
-    def _entry(self, memory: MemoryVariant) -> tuple:
+    def _entry(self, memory: MemoryVariant, evidence: Evidence) -> tuple:
         """(family, root cause, command, path, stack, entity and error-word sets) of ``memory``, cached."""
         entry = self._sig_cache.get(memory.id)
         if entry is None:
-            entry = (memory.failure_type, memory.root_cause or memory.failure_subtype) + _sets(signatures_of(memory))
+            entry = (memory.failure_type, memory.root_cause or memory.failure_subtype) + _sets(evidence.signatures(memory))
             if memory.id is not None:
                 self._sig_cache[memory.id] = entry
         return entry
 
     def shared_line(self, profile: QueryProfile, memory: MemoryVariant) -> float:
-        """1 when the query's log and ``memory``'s share a distinctive line (``classify.log_lines``), else 0."""
+        """1 when the query's failure and ``memory``'s share a distinctive line (``Evidence.lines``), else 0."""
         q = profile.signatures.lines
-        if not q or memory.kind != "terminal":
+        if not q:
             return 0.0
         lines = self._line_cache.get(memory.id)
         if lines is None:
-            lines = memory_lines(memory)
+            lines = profile.evidence.lines(memory)
             if memory.id is not None:
                 self._line_cache[memory.id] = lines
         return 1.0 if lines and not lines.isdisjoint(q) else 0.0
@@ -361,12 +334,12 @@ class FeatureExtractor:
     def agreement(self, profile: QueryProfile, memory: MemoryVariant) -> float:
         """How well ``memory``'s diagnosis agrees with the query's (1 same cause, 0.5 one side unknown,
         0 another cause or family): the first key of the lead order (``lead``)."""
-        e = self._entry(memory)
+        e = self._entry(memory, profile.evidence)
         return _agree(e[0], e[1], profile.family, profile.root_cause)
 
     def lead(self, profile: QueryProfile, memories: Sequence[MemoryVariant]) -> tuple[int, float]:
         """(index of the lead candidate, its agreement)."""
-        i, agree, _, _ = self._lead(profile, [self._entry(m) for m in memories])
+        i, agree, _, _ = self._lead(profile, [self._entry(m, profile.evidence) for m in memories])
         return i, agree
 
     def _lead(self, profile: QueryProfile, entries: list) -> tuple[int, float, tuple, tuple | None]:
@@ -414,7 +387,7 @@ class FeatureExtractor:
         """(``extract``'s features, the names of the lead's features that are 0 for want of evidence
         rather than by disagreement: module doc, "Unknown evidence")."""
         x, entry, shared = self._extract(profile, candidates, counters)
-        if entry is None or profile.kind != "terminal" or x[21] > 0:
+        if entry is None or not profile.evidence.reports_unknown or x[21] > 0:
             return x, frozenset()
         family, root, m_cmd, _, _, m_ent, _ = entry
         q_cmd, _, _, q_ent, _ = self._query_sets(profile)
@@ -459,7 +432,7 @@ class FeatureExtractor:
                 entropy = h / math.log(n)
             else:
                 entropy = 1.0
-        i, agree, entry, j = self._lead(profile, [self._entry(m) for m in memories])
+        i, agree, entry, j = self._lead(profile, [self._entry(m, profile.evidence) for m in memories])
         memory = memories[i]
         q_cmd, q_paths, q_stack, q_ent, q_err = self._query_sets(profile)
         _, _, m_cmd, m_paths, m_stack, m_ent, m_err = entry

@@ -221,7 +221,7 @@ class Gate:
                       "verified outside it: it can only be asked about")
         elif memories and memories[0].id not in ask_only:
             memories = [m for m in memories if m.id not in ask_only]
-        if PAYLOAD_K.get(decision.action, 1) > 1 and profile.kind == "terminal" and len(memories) > 1:
+        if PAYLOAD_K.get(decision.action, 1) > 1 and profile.evidence.admits_each and len(memories) > 1:
             memories = self._admitted(profile, order, memories, counters)
         payload, resolution = render(decision.action, memories, home=home), ""
         if reason is not None:
@@ -255,7 +255,8 @@ class Gate:
     def _admitted(self, profile: QueryProfile, order: Sequence, memories: list, counters) -> list:
         """``memories`` (the lead first) without the followers the policy would not inject on their own
         evidence, each judged as if it led (``Policy.admits``): an injection never carries a candidate
-        the gate would have refused alone. Terminal only: SQL's payloads stay as they were measured."""
+        the gate would have refused alone. Where the domain's evidence says so (``Evidence.admits_each``:
+        terminal); SQL's payloads stay as they were measured."""
         candidate = {id(_memory(c)): c for c in order}
         return memories[:1] + [m for m in memories[1:] if self.policy.admits(
             *self.extractor.extract_evidence(profile, [candidate[id(m)]], counters=counters))]

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from repairmem import Counters, MemoryVariant
 from repairmem.classify.terminal import Signatures
+from repairmem.domains import TERMINAL_EVIDENCE
 from repairmem.gate.actions import INJECTS, N_ACTIONS, SAFETY_ORDER, estimate_tokens, render_resolution
-from repairmem.gate.features import FeatureExtractor, QueryProfile, signature_memory_dict, signatures_of
+from repairmem.gate.features import FeatureExtractor, QueryProfile, signature_memory_dict
 from repairmem.gate.policies import LinUCB, RSCBMC
 from repairmem.gate.policies.rscb_mc import PAYLOAD_FACTOR, PRIOR_FACTOR
 from repairmem.retrieval.hybrid import Scored
@@ -56,7 +57,7 @@ def ref_features(profile, candidates, counters):
     scores = [c.score for c in candidates]
     n = len(scores)
     q = ref_sets(profile.signatures)
-    mems = [ref_sets(signatures_of(c.memory)) for c in candidates]
+    mems = [ref_sets(TERMINAL_EVIDENCE.signatures(c.memory)) for c in candidates]
     agree = [ref_agreement(c.memory, profile.family, profile.root_cause) for c in candidates]
     overlap = [jaccard(q["cmd"], m["cmd"]) + jaccard(q["paths"], m["paths"]) + jaccard(q["stack"], m["stack"])
                + jaccard(q["err"], m["err"]) for m in mems]
@@ -101,7 +102,7 @@ def test_features_are_the_reference_features_bit_for_bit(mems, family, root, sig
     candidates = [Scored(make_memory(i + 1, f, r, s, u), 0, 0, 0, 0, 0, score)
                   for i, (f, r, s, u, score) in enumerate(mems)]
     profile = QueryProfile("q", family, root or "unknown", confidence, sig, session_rejections=rejections, step=step,
-                           namespace=namespace, similarity={2: similarity})
+                           namespace=namespace, similarity={2: similarity}, evidence=TERMINAL_EVIDENCE)
     counters = {1: Counters(uses=3, false_positives=2)}
     expected, lead = ref_features(profile, candidates, counters)
     ext = FeatureExtractor()
@@ -205,7 +206,7 @@ def test_one_extractor_across_queries_keeps_the_reference_features(queries):
     for n, (mems, family, root, sig) in enumerate(queries):
         candidates = [Scored(make_memory(10 * n + i + 1, f, r, s, u), 0, 0, 0, 0, 0, score)   # ids: one memory each
                       for i, (f, r, s, u, score) in enumerate(mems)]
-        profile = QueryProfile(f"q{n}", family, root or "unknown", 0.8, sig)
+        profile = QueryProfile(f"q{n}", family, root or "unknown", 0.8, sig, evidence=TERMINAL_EVIDENCE)
         expected, lead = ref_features(profile, candidates, {})
         assert ext.extract(profile, candidates, counters={}) == expected
         assert ext.ordered(profile, candidates)[0] is candidates[lead]

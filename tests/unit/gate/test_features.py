@@ -10,6 +10,7 @@ from repairmem import Counters, MemoryVariant, Provenance
 from repairmem.types import ANSWER
 from repairmem.classify.terminal import Signatures, extract_signatures, signature_overlap
 from repairmem.errors import InvalidInputError
+from repairmem.domains import TERMINAL_EVIDENCE, terminal_profile
 from repairmem.gate.actions import render_resolution
 from repairmem.gate.features import (FEATURE_NAMES, INDEX, N_FEATURES, FeatureExtractor, QueryProfile, agreement,
                                      estimate_tokens, extract_features, signature_memory_dict, validate)
@@ -36,7 +37,7 @@ def scored(m, score):
 
 
 def profile(log=WRITER_LOG, command="uv run pytest tests/test_api.py", **kw):
-    return QueryProfile.from_log("q", log, command, **kw)
+    return terminal_profile("q", log, command, **kw)
 
 
 def feat(x, name):
@@ -98,7 +99,7 @@ def test_signature_matches_are_signature_overlap_of_the_lead():
 
 
 def test_empty_signature_fields_do_not_match():
-    q = QueryProfile("q", "unknown", "unknown", 0.1, Signatures("", (), (), (), ""))
+    q = QueryProfile("q", "unknown", "unknown", 0.1, Signatures("", (), (), (), ""), evidence=TERMINAL_EVIDENCE)
     x = extract_features(q, [scored(memory(1), 1.0)])
     assert all(feat(x, n) == 0.0 for n in ("entity_match_ratio", "command_signature_match", "path_signature_match",
                                           "stack_signature_match"))

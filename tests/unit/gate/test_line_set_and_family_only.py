@@ -11,6 +11,7 @@ import pytest
 
 from repairmem.classify.log_lines import generic, log_lines, normalise
 from repairmem.classify.terminal import extract_signatures
+from repairmem.domains import terminal_profile
 from repairmem.gate.features import GENERIC_ERROR_LINE, INDEX, FeatureExtractor, QueryProfile, signature_memory_dict
 from repairmem.gate.policies import RSCBMC, saved_policy
 from repairmem.types import MemoryVariant, Provenance
@@ -63,7 +64,7 @@ def memory(command: str, log: str) -> MemoryVariant:
 
 
 def error_line_match(query: tuple[str, str], stored: tuple[str, str]) -> float:
-    profile = QueryProfile.from_log("q", query[1], query[0] or None)
+    profile = terminal_profile("q", query[1], query[0] or None)
     return FeatureExtractor().extract(profile, [(memory(*stored), 1.0)])[INDEX["error_line_match"]]
 
 
@@ -78,13 +79,13 @@ def test_a_look_alike_sharing_only_generic_lines_does_not_gain():
     assert error_line_match(LOOKALIKE, UPLOAD_B) < 0.5
     # LOOKALIKE and UPLOAD_A share their fatal line once numbers and URLs are masked: a severity's
     # message is the family's, compared by its words (feature 17 as before), not a shared line
-    profile = QueryProfile.from_log("q", LOOKALIKE[1], LOOKALIKE[0])
+    profile = terminal_profile("q", LOOKALIKE[1], LOOKALIKE[0])
     assert normalise(LOOKALIKE[1].splitlines()[-2]) == normalise(UPLOAD_A[1].splitlines()[-1])
     assert FeatureExtractor().shared_line(profile, memory(*UPLOAD_A)) == 0.0
     assert FeatureExtractor().shared_line(profile, memory(*UPLOAD_B)) == 0.0
     evidence = FeatureExtractor().extract_evidence(profile, [(memory(*UPLOAD_A), 1.0)])[1]
     assert GENERIC_ERROR_LINE in evidence
-    same = QueryProfile.from_log("q", UPLOAD_B[1], None)
+    same = terminal_profile("q", UPLOAD_B[1], None)
     assert GENERIC_ERROR_LINE not in FeatureExtractor().extract_evidence(same, [(memory(*UPLOAD_A), 1.0)])[1]
 
 

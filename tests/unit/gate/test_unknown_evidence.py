@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from repairmem.classify.terminal import extract_signatures
+from repairmem.domains import SQL_EVIDENCE, terminal_profile
 from repairmem.gate.features import INDEX, FeatureExtractor, QueryProfile, signature_memory_dict
 from repairmem.gate.policies import RSCBMC, saved_policy
 from repairmem.memory import Memory, TerminalFailure
@@ -35,7 +36,7 @@ def memory(command: str, log: str, family: str = "unknown", root: str = "unknown
 
 
 def unknown_of(query: tuple[str, str], stored: MemoryVariant, **kw) -> frozenset:
-    profile = QueryProfile.from_log("q", query[1], query[0] or None, **kw)
+    profile = terminal_profile("q", query[1], query[0] or None, **kw)
     return FeatureExtractor().extract_evidence(profile, [(stored, 1.0)])[1]
 
 
@@ -51,7 +52,7 @@ def test_features_name_what_is_missing_rather_than_different():
     named = memory("./build/raytrace", "ModuleNotFoundError: No module named 'numpy'\nSegmentation fault (core dumped)")
     assert "entity_match_ratio" not in unknown_of(RENDER_AGAIN, named)
     # SQL and answer-led calls: nothing is named (the unnamed route never fires there)
-    assert unknown_of(RENDER_AGAIN, stored, kind="sql") == frozenset()
+    assert unknown_of(RENDER_AGAIN, stored, evidence=SQL_EVIDENCE) == frozenset()
     assert unknown_of(RENDER_AGAIN, stored, by_task=True) == frozenset()
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ...classify.terminal import classify_terminal
+from ...domains import TERMINAL_EVIDENCE
 from ...errors import InvalidInputError
 from ...gate.actions import ACTIONS, Action, Payload, render
 from ...gate.actions import payload_latency_ms
@@ -92,7 +93,8 @@ class Prepared:
     def profile(self, session_rejections: int = 0) -> QueryProfile:
         d = self.diagnosis
         return QueryProfile(self.case.case_id, d.family, d.root_cause, float(d.confidence), d.signatures,
-                            session_rejections=session_rejections, token_budget=self.case.budget)
+                            session_rejections=session_rejections, token_budget=self.case.budget,
+                            evidence=TERMINAL_EVIDENCE)
 
 
 class World:
@@ -167,7 +169,7 @@ class World:
         p0 = TEMPLATES[case.template].base_success if case.template else 0.5
         coins = (u_base, u_verify, u_mislead, u_pick)
         profile = QueryProfile(case.case_id, diagnosis.family, diagnosis.root_cause, float(diagnosis.confidence),
-                               diagnosis.signatures, token_budget=case.budget)
+                               diagnosis.signatures, token_budget=case.budget, evidence=TERMINAL_EVIDENCE)
         gate_order = tuple(self._extractor.ordered(profile, candidates))
         return Prepared(case, diagnosis, candidates, p0, self._view(case, gate_order, coins, p0, drift_broken),
                         self._view(case, candidates, coins, p0, drift_broken))
