@@ -44,7 +44,7 @@ def cmd_memory_import(args):
         print(f"importing and embedding with {embedder.name} (the store's recalls must use it too)", file=sys.stderr)
     try:
         with _open(args.store, embedder=embedder) as store:
-            ids = import_jsonl(store, args.files)
+            ids = import_jsonl(store, args.files, kinds=KINDS)     # the built-in domains (the CLI has no others)
     except BaseException:
         if new:          # a refused import into a new path leaves no empty store behind
             for suffix in ("", "-wal", "-shm", "-journal"):

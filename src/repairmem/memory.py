@@ -288,11 +288,6 @@ class Memory(Lifecycle):
             thing.close()
         self._owned = []
 
-    def own(self) -> "Memory":
-        """Make ``close`` close the store and the audit log this Memory was built over."""
-        self._owned = [x for x in (self._store, self._audit) if x is not None]
-        return self
-
     # -- the verbs -------------------------------------------------------------------------------
 
     def record(self, episode: Episode, memory: Any = DERIVE, *, verified: bool = True) -> MemoryVariant | None:
@@ -595,5 +590,6 @@ class Memory(Lifecycle):
         return export_jsonl(self._store, out_dir)
 
     def import_(self, files: Iterable[str | Path]) -> list[int]:
-        return import_jsonl(self._store, files)
+        """Import memory files (all or nothing); a memory of a kind no registered domain serves is refused."""
+        return import_jsonl(self._store, files, kinds={d.kind for d in self._domains})
 

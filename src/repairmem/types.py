@@ -18,7 +18,8 @@ from .check import INT64_MAX, check_int, check_str
 from .errors import InvalidInputError
 
 FORMAT_VERSION = 3
-KINDS = ("sql", "terminal")     # what a memory or an episode is about: a SQL query or a terminal task
+KINDS = ("sql", "terminal")     # the built-in domains' kinds; a memory's kind is any name a registered domain owns
+_KIND_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 # What ``MemoryVariant.signatures`` may hold, with each value's type: a terminal log's signatures
 # (``gate.features.signature_memory_dict``), the terminal agent's step coordinates, what the step
 # established (one line) and the useful part of its command. A reference answer has no key here,
@@ -152,7 +153,8 @@ class Episode:
 
     def __post_init__(self) -> None:
         if self.kind is None:
-            raise InvalidInputError(f"episode {self.episode_id}: say its kind, kind='sql' or kind='terminal' (an "
+            raise InvalidInputError(f"episode {self.episode_id}: say its kind, kind='sql', kind='terminal' or a "
+                                    "registered domain's (an "
                                     "episode of commands filed as SQL is never recalled for a terminal failure)")
         for name in ("episode_id", "query_id", "namespace"):
             check_str(getattr(self, name), f"episode {name}", empty=False)
@@ -351,8 +353,11 @@ class MemoryVariant:
 
 
 def _check_kind(kind: Any, where: str) -> None:
-    if kind not in KINDS:
-        raise InvalidInputError(f"{where}: unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+    """A kind is a name (lower-case letters, digits, ``_``, ``-``; up to 40): which kinds are served is
+    the registered domains' to say (``Memory`` checks it), not a closed list here."""
+    if not isinstance(kind, str) or _KIND_NAME.fullmatch(kind) is None:
+        raise InvalidInputError(f"{where}: kind must be a domain's name (e.g. {', '.join(map(repr, KINDS))}: lower-case "
+                                f"letters, digits, '_' or '-', up to 40), got {kind!r}")
 
 
 def _check_signatures(signatures: Mapping[str, Any]) -> None:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from repairmem import ImportFormatError, memory_from_episode
+from repairmem import ImportFormatError, Memory, memory_from_episode
 from repairmem.store import export_jsonl, import_jsonl, open_store
 from tests.conftest import make_episode
 
@@ -68,7 +68,8 @@ def other(record, i):
     (lambda r: {**r, "signatures": {"gold_sql": "SELECT 1"}}, "signatures: unknown key 'gold_sql'"),
     (lambda r: {**r, "signatures": {"step": "3"}}, "signatures: step must be an int"),
     (lambda r: {**r, "id": {"a": 1}}, "id must be an int"),
-    (lambda r: {**r, "kind": "bogus"}, "unknown kind 'bogus'"),
+    (lambda r: {**r, "kind": "bogus"}, "unknown kind 'bogus': no registered domain serves it"),
+    (lambda r: {**r, "kind": "Not A Name"}, "kind must be a domain's name"),
     (lambda r: {**r, "provenance": [{**r["provenance"][0], "episode_id": 5}]}, "episode_id must be a non-empty string"),
     (lambda r: {**r, "provenance": [{**r["provenance"][0], "method": 5}]}, "method must be a string"),
     (lambda r: {**r, "provenance": [{**r["provenance"][0], "namespace": "other"}]}, "namespace 'other' differs"),
@@ -83,7 +84,7 @@ def test_bad_line_names_file_and_line_and_stores_nothing(tmp_path, good_record, 
                        [other(good_record, 1), other(good_record, 2), breakage(other(good_record, 3))])
     with open_store(tmp_path / "target.db") as target:
         with pytest.raises(ImportFormatError, match=message) as err:
-            import_jsonl(target, [path])
+            import_jsonl(target, [path], kinds=("sql", "terminal"))
         assert err.value.line == 3 and str(path) in str(err.value)
         assert len(target) == 0 and target.stats()["episodes"] == 0
 
@@ -101,3 +102,19 @@ def test_error_in_second_file_rolls_back_the_first(tmp_path, good_record):
 def test_missing_file_is_a_clear_error(tmp_path, store):
     with pytest.raises(Exception, match="cannot read"):
         import_jsonl(store, [tmp_path / "nope.jsonl"])
+
+
+def test_a_store_takes_any_kind_and_the_importer_says_which_it_serves(tmp_path, good_record):
+    """Kinds are the registered domains' (issue 46): the store keeps a web domain's memory; an importer
+    serving only SQL and terminal refuses it, naming the line."""
+    path = write_lines(tmp_path / "positive.jsonl", [{**other(good_record, 1), "kind": "web"}])
+    with open_store(tmp_path / "any.db") as target:
+        assert len(import_jsonl(target, [path])) == 1
+    with open_store(tmp_path / "served.db") as target:
+        with pytest.raises(ImportFormatError, match="unknown kind 'web'") as err:
+            import_jsonl(target, [path], kinds=("sql", "terminal"))
+        assert err.value.line == 1 and len(target) == 0
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:   # its domains: sql, terminal
+        with pytest.raises(ImportFormatError, match=r"unknown kind 'web'.*domains: sql, terminal"):
+            memory.import_([path])
+        assert memory.stats()["variants"] == 0

@@ -30,7 +30,7 @@ from ..types import Counters, MemoryVariant
 from .actions import ACTIONS, PAYLOAD_K, Action, Payload, estimate_tokens, render, render_resolution
 from .audit import AuditLog
 from .features import FeatureExtractor, QueryProfile
-from .policies import OVERRIDE_CHECKS, CorruptStateError, Decision, Policy, make_policy, save_policy, saved_policy
+from .policies import OVERRIDE_CHECKS, CorruptStateError, Decision, Policy, make_policy, saved_policy
 from .reward import Feedback, RewardConfig, reward
 
 Confirm = Callable[[MemoryVariant], "bool | None"]
@@ -404,9 +404,6 @@ class Gate:
     def end_session(self, session: str) -> None:
         """Forget a finished episode's rejections."""
         self.sessions.pop(session, None)
-
-    def save(self, path) -> None:
-        save_policy(self.policy, path)
 
 
 GATE_STATE_FORMAT = "repairmem-gate-state"

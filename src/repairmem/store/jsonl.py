@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from ..check import INT64_MAX, check_int, json_type, parse_json
 from ..errors import ImportFormatError, InvalidInputError
@@ -136,8 +136,9 @@ def record_to_variant(record: Any, *, expected_polarity: Polarity | None = None)
     return memory
 
 
-def read_jsonl(path: str | os.PathLike) -> list[MemoryVariant]:
-    """Parse, validate and mask (``secrets.masked``) a whole memory file; errors carry ``file:line``."""
+def read_jsonl(path: str | os.PathLike, *, kinds: Collection[str] | None = None) -> list[MemoryVariant]:
+    """Parse, validate and mask (``secrets.masked``) a whole memory file; errors carry ``file:line``.
+    ``kinds``: the memory kinds the importer serves (its registered domains'); None takes any."""
     path = Path(path)
     expected = FILE_POLARITY.get(path.name)
     try:
@@ -152,6 +153,9 @@ def read_jsonl(path: str | os.PathLike) -> list[MemoryVariant]:
                     continue
                 try:
                     memory = record_to_variant(parse_json(line), expected_polarity=expected)
+                    if kinds is not None and memory.kind not in kinds:
+                        raise InvalidInputError(f"unknown kind {memory.kind!r}: no registered domain serves it "
+                                                f"(domains: {', '.join(sorted(kinds)) or 'none'})")
                     variants.append(masked(memory, where="memory record")[0])     # credentials, as at record
                 except InvalidInputError as exc:
                     raise ImportFormatError(str(path), lineno, str(exc)) from None
@@ -160,11 +164,13 @@ def read_jsonl(path: str | os.PathLike) -> list[MemoryVariant]:
     return variants
 
 
-def import_jsonl(store: MemoryStore, paths: Iterable[str | os.PathLike]) -> list[int]:
-    """Import memory files: every line of every file is validated before anything is stored."""
+def import_jsonl(store: MemoryStore, paths: Iterable[str | os.PathLike], *,
+                 kinds: Collection[str] | None = None) -> list[int]:
+    """Import memory files: every line of every file is validated before anything is stored;
+    ``kinds`` as in ``read_jsonl``."""
     variants: list[MemoryVariant] = []
     for path in paths:
-        variants.extend(read_jsonl(path))
+        variants.extend(read_jsonl(path, kinds=kinds))
     return store.import_variants(variants)
 
 

@@ -1,6 +1,4 @@
-"""A domain's ``Evidence`` is what the gate reads of a memory: a foreign one is honoured as the built-ins are.
-
-(The memory is filed as a terminal one: ``types.KINDS`` is still a closed list, issue 46.)"""
+"""A domain's ``Evidence`` is what the gate reads of a memory: a foreign one is honoured as the built-ins are."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from repairmem.types import MemoryVariant, Provenance, Signatures
 NONE = Signatures("", (), (), (), "")
 
 
-def memory(kind: str = "terminal", after: str = "click #login", context: str = "") -> MemoryVariant:
+def memory(kind: str = "web", after: str = "click #login", context: str = "") -> MemoryVariant:
     return MemoryVariant(kind=kind, polarity="+", namespace="p", failure_type="element_missing", root_cause="stale",
                          question="", before="click #signin", after=after, outcome="CORRECT", failure_context=context,
                          provenance=(Provenance("s", "e", 0),), id=1)
