@@ -3,7 +3,8 @@
 ``Memory`` knows no domain. For each failure it asks its registered domains which one ``accepts``
 it, then lets that domain say what the failure is (``diagnose``), where it happens (``situation``),
 what to retrieve with (``query``), how the gate reads a memory's evidence (``evidence``), how memory
-is shown (``show``) and what a finished episode keeps (``finalize``); ``parse`` turns the JSON of the MCP server and the CLI into the domain's failure.
+is shown (``show``) and what a finished episode keeps (``finalize``); ``parse`` turns the JSON of the
+MCP server and the CLI into the domain's failure.
 Retrieval, the gate and the store stay generic.
 """
 
@@ -12,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
-from ..types import Signatures
 from ..errors import InvalidInputError
 from ..gate.evidence import Evidence
 from ..retrieval.hybrid import RetrievalConfig, RetrievalQuery
-from ..types import Episode, MemoryVariant
+from ..types import Episode, MemoryVariant, Signatures
 
 Confirm = Callable[[MemoryVariant], "bool | None"]
 

@@ -87,7 +87,7 @@ TERMINAL_EVIDENCE = TerminalEvidence()
 
 def terminal_profile(query_id: str, log: str, command: str | None = None, **session) -> QueryProfile:
     """The gate's ``QueryProfile`` of a terminal failure (``log``, ``command``) read by the terminal
-    classifier, with the terminal evidence unless ``session`` names another; ``session``: the other ``QueryProfile`` fields."""
+    classifier; ``session``: the other ``QueryProfile`` fields (the terminal evidence unless it names another)."""
     d = classify_terminal(log, command)
     return QueryProfile(query_id, d.family, d.root_cause, float(d.confidence), d.signatures,
                         **{"evidence": TERMINAL_EVIDENCE, **session})

@@ -2,7 +2,7 @@
 
 Every feature is computed from observable data only: the query's diagnosis (its domain's classifier:
 ``classify_terminal`` of the command and log the agent saw, ``classify_sql`` of the status and DBMS
-error; the gate imports neither, and reads each candidate's evidence as the domain says: ``evidence``), the
+error; the gate imports neither and reads each candidate's evidence as the domain says, ``evidence``), the
 candidates retrieval returned (``Scored``: the hybrid
 score and the memory with its family, root cause, signatures and feedback counters), the session's
 feedback so far and the prompt's token budget. Nothing reads a ground-truth label.
@@ -92,8 +92,8 @@ or similarity (the terminal gate, the gate benchmark) leaves 18-21 at 0, so mode
 18 features are unchanged on them. An answer memory, when retrieved, leads (its question is the
 evidence that it applies, whatever the failure), and it agrees with any diagnosis (agreement 1).
 
-For SQL (the SQL domain's evidence) the family is MERIT's failure type, the root cause its sub-type, and the
-signatures are ``classify.sql_signatures``: features 7-9 compare the tables and columns the
+For SQL (``domains.sql.SqlEvidence``) the family is MERIT's failure type, the root cause its
+sub-type, and the signatures are ``classify.sql_signatures``: features 7-9 compare the tables and columns the
 memory's queries read with the current query's, feature 6 the literals and error-named
 identifiers. A memory from another database shares none of them, which is the SQL look-alike.
 Schema compatibility enters as its complement so that a memory with nothing to check contributes
