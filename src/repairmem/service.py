@@ -15,14 +15,15 @@ recall     ``{"failure": {...}, "query_id"?, "namespace"?, "scope"?, "position"?
            -> ``{"recall_id", "query_id", "action": inject|ask|none, "inject", "text", "memory_ids",
            "why" (one sentence), "cause" (in words), "ask", "candidates", "namespace", "explain":
            {"gate_action", "reason", "diagnosis"}}`` (``vocabulary``; ``namespace``: where it recalled
-           from). A terminal failure is ``{"command", "log", "task"?, "project"?}``, a SQL one
-           ``{"question", "sql", "status", "error"?, "database"?, "db_path"?}``. Without a
-           ``query_id`` one is made (unique) and returned.
-record     ``{"task"|"question", "attempts": [{"command"|"sql"|"text", "outcome" (failed|passed, or
-           the SQL words), "error"?|"log"?, "failure_type"?, "failure_subtype"?}, ...], "query_id"?,
-           "kind"? (terminal), "episode_id"?, "namespace"?, "position"?, "context"?, "method"?,
-           "verified"?}`` -> ``{"memory_id", "pattern", "polarity", "episode_id", "query_id",
-           "position", "unverified", "redacted"}``; without ``verified`` (a check ran and passed) the
+           from). A failure is read by the registered domain whose fields it uses
+           (``domains.base.request_domain``; its ``schema``): a terminal one ``{"command", "log",
+           "task"?, "project"?}``, a SQL one ``{"question", "sql", "status", "error"?, "database"?,
+           "db_path"?}``. Without a ``query_id`` one is made (unique) and returned.
+record     ``{"task"|"question", "attempts": [{"command"|"sql"|"text" (a domain's ``step``), "outcome"
+           (failed|passed, or the SQL words), "error"?|"log"?, "failure_type"?, "failure_subtype"?}, ...],
+           "query_id"?, "kind"? (a domain's; the first domain's by default: terminal), "episode_id"?,
+           "namespace"?, "position"?, "context"?, "method"?, "verified"?}`` -> ``{"memory_id", "pattern",
+           "polarity", "episode_id", "query_id", "position", "unverified", "redacted"}``; without ``verified`` (a check ran and passed) the
            memory is marked unverified
 feedback   ``{"recall_id", "accepted"?, "verified"?, "false_positive"?, "rejected"?,
            "correct_abstain"?, "success"?, "confirmed"?, "source"?}`` -> ``{"recall_id", "recorded",
@@ -50,18 +51,16 @@ import functools
 import math
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 from .check import INT64_MAX, check_bool, check_int, check_label, request_error, request_object, request_str
 from .check import json_type as _type
 from .errors import InvalidInputError, RepairmemError
 from .gate.reward import FEEDBACK_FLAGS, Feedback
-from .domains import SqlDomain, SqlFailure, TerminalDomain, TerminalFailure
-from .domains.sql import SQL_FIELDS
-from .domains.terminal import TERMINAL_FIELDS
+from .domains import DEFAULT_DOMAINS, Domain
+from .domains.base import failure_shapes, first_of_each_kind, request_domain
 from .memory import Memory
-from .types import KINDS, Attempt, Episode, Outcome, Scope
+from .types import Attempt, Episode, Outcome, Scope
 from .secrets import mask_secrets
 from .untrusted import inert
 from .vocabulary import agent_action, cause_words, plain_why
@@ -69,8 +68,28 @@ from .vocabulary import agent_action, cause_words, plain_why
 __all__ = ["READ_ONLY_VERBS", "VERBS", "call", "correct", "explain", "feedback", "forget", "parse", "record", "recall",
            "stats"]
 
-# the failure kinds a request may send, with the JSON fields of each (parsed by its domain)
-FAILURE_KINDS = {"sql": (SQL_FIELDS, SqlDomain()), "terminal": (TERMINAL_FIELDS, TerminalDomain())}
+# -- what the requests look like (the MCP tools publish it) -------------------------------------
+
+_STR = {"type": "string"}
+OUTCOMES = ["failed", "passed", "CORRECT", "EXECUTION_ERROR", "DENOTATION_MISMATCH", "TIMEOUT"]   # the SQL words too
+
+
+def failure_schema(domains) -> dict:
+    """What ``recall`` publishes as its ``failure``: one object per registered kind (the SDK would
+    publish a bare "object"); the arguments themselves are checked by ``service``, which this mirrors."""
+    return {"oneOf": [dict(d.schema) for d in first_of_each_kind(domains).values()]}
+
+
+def attempts_schema(domains) -> dict:
+    """What ``record`` publishes as its ``attempts``: each step under its domain's key, or ``text``."""
+    steps = dict.fromkeys(d.step for d in first_of_each_kind(domains).values())
+    return {"type": "array", "minItems": 1, "items": {
+        "type": "object", "additionalProperties": False, "required": ["outcome"],
+        "description": "one of " + ", ".join(f"{d.step} (kind {d.kind})" for d in first_of_each_kind(domains).values())
+                       + " or text",
+        "properties": {**{step: _STR for step in steps}, "text": _STR, "outcome": {"enum": OUTCOMES},
+                       "error": {**_STR, "description": "what the step printed when it failed (or as log)"},
+                       "log": _STR, "failure_type": _STR, "failure_subtype": _STR}}}
 
 
 # -- validation --------------------------------------------------------------------------------
@@ -118,7 +137,7 @@ def _outcome(value: Any, verb: str, name: str) -> Outcome:
 
 @dataclass(frozen=True)
 class RecallRequest:
-    failure: SqlFailure | TerminalFailure
+    failure: Any                     # the failure of the domain its fields name (``domains.request_domain``)
     query_id: str | None = None      # None: derived (a unique id, returned)
     namespace: str | None = None
     scope: Scope | None = None
@@ -147,23 +166,16 @@ class FeedbackRequest:
     source: str = "verifier"
 
 
-def parse_recall(request: Any) -> RecallRequest:
+def parse_recall(request: Any, domains: tuple[Domain, ...] = DEFAULT_DOMAINS) -> RecallRequest:
     verb = "recall"
     obj = _object(request, verb, "", ("query_id", "failure", "namespace", "scope", "position", "session"))
     query_id = _str(obj, "query_id", verb, empty=False)
     if "failure" not in obj or obj["failure"] is None:
-        raise _fail(verb, "missing field failure (a terminal failure {command, log, task?, project?} or a SQL "
-                          "failure {question, sql, status, error?, database?, db_path?})")
+        raise _fail(verb, f"missing field failure ({failure_shapes(domains)})")
     raw = obj["failure"]
     if not isinstance(raw, Mapping):
         raise _fail(verb, f"failure must be a JSON object, got {_type(raw)}")
-    sql, terminal = SQL_FIELDS, TERMINAL_FIELDS
-    sql_keys = sorted(k for k in raw if k in sql and k not in terminal)
-    terminal_keys = sorted(k for k in raw if k in terminal and k not in sql)
-    if sql_keys and terminal_keys:
-        raise _fail(verb, f"failure mixes terminal fields ({', '.join(terminal_keys)}) and SQL fields "
-                          f"({', '.join(sql_keys)}); send one kind")
-    built = FAILURE_KINDS["sql" if sql_keys else "terminal"][1].parse(raw, verb=verb)
+    built = request_domain(domains, raw, verb).parse(raw, verb=verb)
     scope = None
     if obj.get("scope") is not None:
         text = _str(obj, "scope", verb)
@@ -175,16 +187,15 @@ def parse_recall(request: Any) -> RecallRequest:
                          position=_int(obj, "position", verb), session=_str(obj, "session", verb, empty=False))
 
 
-ATTEMPT_TEXT = ("command", "sql", "text")
-
-
-def parse_record(request: Any) -> RecordRequest:
+def parse_record(request: Any, domains: tuple[Domain, ...] = DEFAULT_DOMAINS) -> RecordRequest:
     verb = "record"
     obj = _object(request, verb, "", ("episode_id", "query_id", "namespace", "question", "task", "kind", "attempts",
                                       "position", "context", "method", "verified"))
-    kind = _str(obj, "kind", verb, default="terminal")
-    if kind not in KINDS:
-        raise _fail(verb, f"kind must be terminal or sql, got {kind!r}")
+    kinds = first_of_each_kind(domains)
+    kind = _str(obj, "kind", verb, default=domains[0].kind)
+    if kind not in kinds:
+        raise _fail(verb, f"kind must be {' or '.join(kinds)}, got {kind!r}")
+    steps = (*dict.fromkeys(d.step for d in kinds.values()), "text")     # an attempt's step: a domain's key or text
     query_id = _str(obj, "query_id", verb, empty=False)
     if obj.get("question") is not None and obj.get("task") is not None:
         raise _fail(verb, "give question or task, not both (they are the same field)")
@@ -194,20 +205,19 @@ def parse_record(request: Any) -> RecordRequest:
         raise _fail(verb, "missing field task (or question): what the episode was for")
     raw = obj.get("attempts")
     if not isinstance(raw, list) or not raw:
-        raise _fail(verb, "attempts must be a non-empty array of {command|sql|text, outcome, error?}"
+        raise _fail(verb, f"attempts must be a non-empty array of {{{'|'.join(steps)}, outcome, error?}}"
                           + ("" if raw is None else f", got {_type(raw)}" if not isinstance(raw, list) else ", got []"))
     attempts = []
     for i, item in enumerate(raw):
         name = f"attempts[{i}]"
-        a = _object(item, verb, name, (*ATTEMPT_TEXT, "outcome", "error", "log", "failure_type", "failure_subtype"))
-        given = [k for k in ATTEMPT_TEXT if a.get(k) is not None]
+        a = _object(item, verb, name, (*steps, "outcome", "error", "log", "failure_type", "failure_subtype"))
+        given = [k for k in steps if a.get(k) is not None]
         if len(given) != 1:
-            raise _fail(verb, f"{name} needs exactly one of command, sql, text (the step tried)"
+            raise _fail(verb, f"{name} needs exactly one of {', '.join(steps)} (the step tried)"
                               + (f", got {', '.join(given)}" if given else ""))
         text_key = given[0]
-        if (text_key, kind) in (("command", "sql"), ("sql", "terminal")):
-            raise _fail(verb, f"{name}.{text_key} does not fit kind {kind!r} (use "
-                              f"{'sql' if kind == 'sql' else 'command'} or text)")
+        if text_key not in (kinds[kind].step, "text"):
+            raise _fail(verb, f"{name}.{text_key} does not fit kind {kind!r} (use {kinds[kind].step} or text)")
         text = _str(a, text_key, verb, prefix=f"{name}.", empty=False)
         if "outcome" not in a:
             raise _fail(verb, f"missing field {name}.outcome (CORRECT, EXECUTION_ERROR, DENOTATION_MISMATCH or TIMEOUT)")
@@ -316,11 +326,12 @@ PARSERS = {"recall": parse_recall, "record": parse_record, "feedback": parse_fee
            "stats": parse_stats, "forget": parse_forget, "correct": parse_correct, "trust": parse_trust}
 
 
-def parse(verb: str, request: Any):
-    """The validated request of ``verb`` (nothing opened, nothing written)."""
+def parse(verb: str, request: Any, domains: tuple[Domain, ...] = DEFAULT_DOMAINS):
+    """The validated request of ``verb`` (nothing opened, nothing written); a failure or an episode is
+    read by the one of ``domains`` it is for (those the ``Memory`` serving it is opened with)."""
     if verb not in PARSERS:
         raise InvalidInputError(f"unknown verb {verb!r}; expected one of {', '.join(PARSERS)}")
-    return PARSERS[verb](request)
+    return PARSERS[verb](request, domains) if verb in ("recall", "record") else PARSERS[verb](request)
 
 
 # -- the verbs -----------------------------------------------------------------------------------
@@ -352,7 +363,7 @@ def _answer(verb):
 def recall(memory: Memory, request: Any) -> dict:
     """The agent's answer (``vocabulary``): ``action`` inject/ask/none, ``why`` in one sentence, the
     ``cause`` in words; the gate's own action, reason and diagnosis under ``explain``."""
-    req = request if isinstance(request, RecallRequest) else parse_recall(request)
+    req = request if isinstance(request, RecallRequest) else parse_recall(request, memory.domains)
     query_id = req.query_id or _derived_id("recall")
     got = memory.recall(req.failure, query_id=query_id, namespace=req.namespace, scope=req.scope,
                         position=req.position, session=req.session)
@@ -378,7 +389,7 @@ def _derived_id(verb: str) -> str:
 
 @_answer
 def record(memory: Memory, request: Any) -> dict:
-    req = request if isinstance(request, RecordRequest) else parse_record(request)
+    req = request if isinstance(request, RecordRequest) else parse_record(request, memory.domains)
     namespace = req.namespace or memory.namespace or "default"
     position = memory.next_position() if req.position is None else req.position
     query_id = req.query_id or _derived_id("task")
@@ -472,5 +483,5 @@ READ_ONLY_VERBS = frozenset({"explain", "stats"})   # a caller may open the Memo
 
 def call(memory: Memory, verb: str, request: Any) -> dict:
     """Run ``verb`` on ``memory`` with a JSON ``request``; the JSON response."""
-    parsed = parse(verb, request)
+    parsed = parse(verb, request, memory.domains)
     return VERBS[verb](memory, parsed if verb != "stats" else request)

@@ -322,8 +322,8 @@ class MemoryVariant:
         if self.consolidates:
             return "\x1f".join(("terminal-cause", self.namespace, self.polarity.value, self.failure_type,
                                  self.root_cause, normalize_fix(self.after)))
-        norm = normalize_sql if self.kind == "sql" else normalize_command
-        parts = (self.kind, self.namespace, self.polarity.value, self.failure_type, norm(self.before), norm(self.after))
+        parts = (self.kind, self.namespace, self.polarity.value, self.failure_type,
+                 normalize_step(self.kind, self.before), normalize_step(self.kind, self.after))
         if self.failure_type == ANSWER:
             parts += (" ".join(self.question.lower().split()),)
         return "\x1f".join(parts)
@@ -403,6 +403,13 @@ def normalize_sql(sql: str) -> str:
 def normalize_command(command: str) -> str:
     """Whitespace-collapsed command text (shell commands are case-sensitive)."""
     return " ".join(command.split())
+
+
+def normalize_step(kind: str, text: str) -> str:
+    """A memory's step in the form its identity and its embedded transition use: SQL's case-insensitive
+    form for kind ``sql``, white space collapsed for every other kind (commands, a foreign domain's
+    steps). The one place a kind's text form is chosen: a store computes identities without domains."""
+    return normalize_sql(text) if kind == "sql" else normalize_command(text)
 
 
 SEEN_MAX = 5     # the failed steps a consolidated memory lists (``MemoryVariant.seen``)

@@ -235,3 +235,26 @@ def test_gated_rows_refuse_foreign_schemas_inject_same_database_memory_and_learn
         (refused_foreign, injected_same)
     saved = sorted((out / "gates" / f"{name}-seed0").glob("*.json"), key=lambda p: int(p.stem))
     assert json.loads(saved[-1].read_text())["state"]["t"] == steps
+
+
+MEMORY_TEXT = re.compile(r"^<<<MEMORY (\d+)>>>\n.*?\n<<<END MEMORY \1>>>$", re.MULTILINE | re.DOTALL)
+
+
+def test_what_the_gate_charges_is_the_memory_text_the_model_reads(replayed):
+    """Issue 46, one rendering priced as read: at each step that records its memory's cost
+    (``memory_tokens``: ``Recall.tokens``, what the gate charged), the memory blocks of the prompt the
+    model got are exactly that many tokens (``estimate_tokens`` of the blocks, one per shown memory)."""
+    from repairmem.gate.actions import estimate_tokens
+    _, out, model = replayed
+    prompts = iter(model.prompts[len(SCRIPT):])
+    checked = 0
+    for name in METHODS:
+        for r in read_records(out, name):
+            for step in r["steps"]:
+                prompt = [next(prompts) for _ in step["calls"]][-1]
+                if "memory_tokens" not in step:
+                    continue
+                blocks = [m.group(0) for m in MEMORY_TEXT.finditer(prompt)]
+                assert estimate_tokens("\n".join(blocks)) == step["memory_tokens"], (name, r["example_id"])
+                checked += bool(blocks)
+    assert checked, "the fixture stream should show memory at some step that records its cost"

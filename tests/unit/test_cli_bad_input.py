@@ -46,10 +46,22 @@ def test_gate_bench_below_a_file_fails_before_running(tmp_path):
     assert f"{target / 'x'}: cannot create the output folder" in err["error"]
 
 
-def test_an_unknown_kind_is_refused_not_searched_as_sql(tmp_path):
-    err = cli_error("memory", "search", "--store", small_store(tmp_path / "m.db"), "--question", "q", "--type", "Syntax",
-                    "--position", 5, "--query-id", "new", "--encoder", "hashing", "--kind", "bogus")
-    assert err["kind"] == "UsageError" and "argument --kind: invalid choice: 'bogus'" in err["error"]
+def test_a_search_failure_is_read_by_its_domain_and_refused_by_field(tmp_path):
+    """``--failure`` is recall's failure: its fields name its kind; unknown fields, a mix of kinds and
+    half of both roads are refused by name, never searched as SQL."""
+    store = small_store(tmp_path / "m.db")
+    common = ("--type", "Syntax", "--position", 5, "--query-id", "new", "--encoder", "hashing")
+    err = cli_error("memory", "search", "--store", store, "--failure", '{"command": "make", "bogus": 1}', *common)
+    assert err["kind"] == "InvalidInputError" and "bogus" in err["error"]
+    err = cli_error("memory", "search", "--store", store, "--failure", '{"command": "make", "sql": "x"}', *common)
+    assert "failure mixes sql fields (sql) and terminal fields (command)" in err["error"]
+    err = cli_error("memory", "search", "--store", store, "--failure", '{"command": "make"', *common)
+    assert err["error"].startswith("--failure: ")
+    err = cli_error("memory", "search", "--store", store, "--question", "q", "--failure", '{"command": "make"}', *common)
+    assert "not both" in err["error"]
+    err = cli_error("memory", "search", "--store", store, "--domain", "repairmem.types:nothing", "--question", "q",
+                    *common)
+    assert "--domain 'repairmem.types:nothing': AttributeError" in err["error"]
 
 
 def test_usage_errors_exit_2_with_json_under_json_and_usage_on_stderr():

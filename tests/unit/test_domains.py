@@ -16,6 +16,7 @@ from repairmem.errors import InvalidInputError
 from repairmem.gate.actions import render
 from repairmem.sql.prompts import MEMORY_BLOCK
 from repairmem.types import Attempt, Episode, MemoryVariant, Provenance
+from tests.fixtures.web_domain import WebDomain, WebFailure
 
 
 def sql_db(tmp_path):
@@ -57,11 +58,19 @@ def cases(tmp_path):
     out.append((TerminalDomain(), [terminal], sql, terminal_memories, terminal_episode))
     out.append((ExperienceDomain(), [HintQuery("ModuleNotFoundError: No module named 'requests'")], terminal,
                 terminal_memories, terminal_episode))
+    web_memories = [memory(5, "web", "click #login", namespace="shop.example", failure_type="element_missing"),
+                    memory(6, "web", "click .signin", namespace="shop.example", polarity="-")]
+    web_episode = Episode("e7", "q7", 7, "shop.example", "log in", (
+        Attempt("click #signin", "EXECUTION_ERROR", "no such element: #signin"), Attempt("click #login", "CORRECT")),
+        kind="web", finalized=True)
+    out.append((WebDomain(), [WebFailure("https://shop.example/", "click #signin", "no such element: #signin")],
+                terminal, web_memories, web_episode))       # the foreign fixture, beside the built-ins
     return out
 
 
-def test_the_default_domains_are_sql_and_terminal():
-    assert [d.kind for d in DEFAULT_DOMAINS] == ["sql", "terminal"]
+def test_the_default_domains_are_terminal_then_sql():
+    """The first is what a request naming no kind is for (a coding agent's ``record``)."""
+    assert [d.kind for d in DEFAULT_DOMAINS] == ["terminal", "sql"]
     assert all(isinstance(d, Domain) for d in DEFAULT_DOMAINS)
 
 
@@ -104,6 +113,8 @@ def _payload(action, positives):
                    "error": "no such column: titel", "database": "shop"}),
     (TerminalDomain(), {"command": "pytest tests/", "log": "E   ModuleNotFoundError: No module named 'x'",
                         "task": "run the tests", "project": "web"}),
+    (WebDomain(), {"url": "https://shop.example/", "action": "click #signin", "error": "no such element",
+                   "page": "#login"}),
 ])
 def test_parse_round_trips_and_names_the_field(domain, obj):
     failure = domain.parse(obj, verb="recall")

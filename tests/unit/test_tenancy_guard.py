@@ -123,7 +123,7 @@ VERBS = {
 
 # names that read or write no tenant's memories, recalls or counts (the Memory's own configuration)
 NO_TENANT_DATA = {"open", "close", "checkpoint", "end_session", "gated", "policy", "encoder_name",
-                  "schema_version"}
+                  "schema_version", "domains"}
 
 
 def _assert_equal(a, b):

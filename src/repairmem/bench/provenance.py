@@ -28,7 +28,7 @@ not memory's). The dataset (questions, schemas, gold queries) is read through ``
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from ..agents.sql_repair import METHODS
 from ..types import ANSWER, normalize_sql

@@ -12,7 +12,7 @@ from .sql import SQL_EVIDENCE, SqlEvidence, sql_diagnosis
 from .terminal import (TERMINAL_EVIDENCE, TERMINAL_RETRIEVAL, TerminalDomain, TerminalEvidence, TerminalFailure,
                        terminal_memory_fields, terminal_profile)
 
-DEFAULT_DOMAINS: tuple[Domain, ...] = (SqlDomain(), TerminalDomain())
+DEFAULT_DOMAINS: tuple[Domain, ...] = (TerminalDomain(), SqlDomain())   # the first: what a request that names no kind is
 
 __all__ = ["Confirm", "DEFAULT_DOMAINS", "Diagnosis", "Domain", "RETRIEVAL_METHODS", "RetrievalConfig", "RetrievalQuery",
            "SQL_EVIDENCE", "Shown", "Situation", "SqlDomain", "SqlEvidence", "SqlFailure", "TERMINAL_EVIDENCE",

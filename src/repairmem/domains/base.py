@@ -4,14 +4,17 @@
 it, then lets that domain say what the failure is (``diagnose``), where it happens (``situation``),
 what to retrieve with (``query``), how the gate reads a memory's evidence (``evidence``), how memory
 is shown (``show``) and what a finished episode keeps (``finalize``); ``parse`` turns the JSON of the
-MCP server and the CLI into the domain's failure.
-Retrieval, the gate and the store stay generic.
+MCP server and the CLI into the domain's failure, whose shape ``schema`` publishes (the service picks
+a request's domain by the fields it uses, ``request_domain``), and ``step`` names a recorded attempt's
+step. Retrieval, the gate and the store stay generic; the built-in domains are registered exactly as
+a foreign one is (``Memory.open(domains=...)``, ``--domain module:name`` on the CLI and the MCP server).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+import importlib
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import InvalidInputError
 from ..gate.evidence import Evidence
@@ -64,6 +67,8 @@ class Domain(Protocol):
     kind: str                     # the ``MemoryVariant.kind`` it owns
     retrieval: RetrievalConfig    # its default retrieval row
     evidence: Evidence            # how the gate reads its memories' evidence (``gate.evidence``)
+    schema: Mapping[str, Any]     # the JSON schema of its failure in a request ("title", "properties", ...)
+    step: str                     # the key of a recorded attempt's step in a request ("sql", "command")
 
     def accepts(self, failure: Any) -> bool: ...
 
@@ -98,3 +103,64 @@ def domain_of_kind(domains: Sequence[Domain], kind: str) -> Domain:
             return domain
     raise InvalidInputError(f"no registered domain owns kind {kind!r} (domains: "
                             f"{', '.join(d.kind for d in domains) or 'none'})")
+
+
+def schema_fields(schema: Mapping[str, Any]) -> dict[str, bool]:
+    """A failure schema's fields, each with whether it is required (``check.request_fields``' spec)."""
+    required = set(schema.get("required", ()))
+    return {name: name in required for name in schema["properties"]}
+
+
+def request_domain(domains: Sequence[Domain], failure: Mapping, verb: str) -> Domain:
+    """The domain a request's failure object is for: the one whose own fields (those no domain of
+    another kind has) it uses; the first domain when it uses none. Fields of two kinds are refused."""
+    kinds = first_of_each_kind(domains)
+    used = {}
+    for kind, domain in kinds.items():
+        others = {f for k, d in kinds.items() if k != kind for f in d.schema["properties"]}
+        own = sorted(k for k in failure if k in domain.schema["properties"] and k not in others)
+        if own:
+            used[kind] = own
+    if len(used) > 1:
+        raise InvalidInputError(f"{verb}: failure mixes " + " and ".join(f"{k} fields ({', '.join(f)})"
+                                                                       for k, f in sorted(used.items()))
+                                + "; send one kind")
+    return kinds[next(iter(used))] if used else domains[0]
+
+
+def failure_shapes(domains: Sequence[Domain]) -> str:
+    """The failures a request may send, in words: ``a terminal failure {command, log?, ...} or ...``."""
+    shapes = []
+    for domain in first_of_each_kind(domains).values():
+        fields = schema_fields(domain.schema)
+        shapes.append(f"a {domain.kind} failure {{{', '.join(k + ('' if need else '?') for k, need in fields.items())}}}")
+    return " or ".join(shapes)
+
+
+def first_of_each_kind(domains: Sequence[Domain]) -> dict[str, Domain]:
+    """kind -> the first of ``domains`` that owns it, in order (a later one of a kind only recalls)."""
+    out: dict[str, Domain] = {}
+    for domain in domains:
+        out.setdefault(domain.kind, domain)
+    return out
+
+
+def load_domains(specs: Sequence[str] = ()) -> tuple[Domain, ...]:
+    """The domains named by import path, ``package.module:name`` (a class, made without arguments, or
+    an instance), as txtai names a backend: how the CLI and the MCP server register a foreign domain."""
+    out = []
+    for spec in specs:
+        module, _, name = spec.partition(":")
+        if not module or not name:
+            raise InvalidInputError(f"--domain {spec!r}: give it as package.module:name")
+        try:
+            found = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            raise InvalidInputError(f"--domain {spec!r}: {type(exc).__name__}: {exc}") from None
+        domain = found() if isinstance(found, type) else found
+        if not isinstance(domain, Domain):
+            raise InvalidInputError(f"--domain {spec!r} is not a Domain (domains/base.py's protocol: kind, retrieval, "
+                                    "evidence, schema, step, accepts, diagnose, situation, query, show, finalize, "
+                                    "parse)")
+        out.append(domain)
+    return tuple(out)

@@ -37,7 +37,7 @@ from ..sql.hints import schema_safe_hint
 from ..sql.prompts import render_memories, render_memory
 from ..sql.schema import database_identifiers
 from ..types import Attempt, Episode, MemoryVariant, Outcome, Scope, memory_from_episode
-from .base import Diagnosis, Shown, Situation
+from .base import Diagnosis, Shown, Situation, schema_fields
 
 RENDERINGS = ("merit", "hints", "by_action")
 ANSWER_FLOOR = 0.74   # with the default encoder (all-MiniLM-L6-v2); docs/results.md, issue 29
@@ -140,6 +140,16 @@ class SqlEvidence(StoredEvidence):
 
 SQL_EVIDENCE = SqlEvidence()
 
+# a SQL failure in a request (the MCP tools publish it)
+SQL_SCHEMA: Mapping[str, Any] = {
+    "title": "a failed SQL query", "type": "object", "additionalProperties": False,
+    "required": ["question", "sql", "status"], "properties": {
+        "question": {"type": "string"}, "sql": {"type": "string", "description": "the query that failed"},
+        "status": {"enum": ["EXECUTION_ERROR", "DENOTATION_MISMATCH", "TIMEOUT"]},
+        "error": {"type": "string", "description": "the database's error message"},
+        "database": {"type": "string"}, "db_path": {"type": "string", "description": "the SQLite file, for the "
+                                                                                       "schema check"}}}
+
 
 @dataclass(frozen=True)
 class SqlDomain:
@@ -149,6 +159,8 @@ class SqlDomain:
     retrieval: RetrievalConfig = MERIT
     kind = "sql"
     evidence = SQL_EVIDENCE
+    schema = SQL_SCHEMA           # its failure in a request
+    step = "sql"                  # a recorded attempt's step: {"sql": ...}
 
     def __post_init__(self) -> None:
         if self.render not in RENDERINGS:
@@ -214,7 +226,7 @@ class SqlDomain:
 
     def parse(self, obj: Any, *, verb: str) -> SqlFailure:
         """``{question, sql, status, error?, database?, db_path?}`` -> ``SqlFailure`` (errors name the field)."""
-        values = request_fields(obj, verb, SQL_FIELDS)
+        values = request_fields(obj, verb, schema_fields(self.schema))
         try:
             status = Outcome.parse(values["status"])
         except InvalidInputError as exc:
@@ -228,8 +240,3 @@ class SqlDomain:
             return SqlFailure(**{**values, "status": status.value}, db_path=db_path)
         except InvalidInputError as exc:
             raise request_error(verb, str(exc)) from None
-
-
-# the JSON fields of a SQL failure and whether each is required
-SQL_FIELDS: Mapping[str, bool] = {"question": True, "sql": True, "status": True, "error": False, "database": False,
-                                  "db_path": False}

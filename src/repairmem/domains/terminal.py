@@ -26,14 +26,21 @@ from ..gate.features import QueryProfile, signature_memory_dict
 from ..retrieval.hybrid import RetrievalConfig, RetrievalQuery
 from ..types import Episode, MemoryVariant, memory_from_episode
 from ..untrusted import untrusted
-from .base import Diagnosis, Shown, Situation
+from .base import Diagnosis, Shown, Situation, schema_fields
 
 DENSE_LOG_CHARS = 160
 TERMINAL_RETRIEVAL = RetrievalConfig("terminal", k_positive=5, k_negative=2, type_mode="reliability",
                                      reliable_types=frozenset())
-# the JSON fields of a terminal failure and whether each is required
-# ``error`` is ``log``'s other name, the one ``record``'s attempts and SQL failures use: send one of them
-TERMINAL_FIELDS: Mapping[str, bool] = {"command": True, "log": False, "error": False, "task": False, "project": False}
+# a terminal failure in a request (the MCP tools publish it); ``error`` is ``log``'s other name, the one
+# ``record``'s attempts and SQL failures use: send one of them
+TERMINAL_SCHEMA: Mapping[str, Any] = {
+    "title": "a command or test that failed", "type": "object", "additionalProperties": False,
+    "required": ["command"], "properties": {
+        "command": {"type": "string", "description": "the command that failed"},
+        "log": {"type": "string", "description": "its output (traceback, last lines); or as error"},
+        "error": {"type": "string", "description": "the same field as log"},
+        "task": {"type": "string", "description": "what you are trying to do"},
+        "project": {"type": "string"}}}
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,8 @@ class TerminalDomain:
     retrieval: RetrievalConfig = TERMINAL_RETRIEVAL
     kind = "terminal"
     evidence = TERMINAL_EVIDENCE
+    schema = TERMINAL_SCHEMA      # its failure in a request
+    step = "command"              # a recorded attempt's step: {"command": ...}
 
     def accepts(self, failure: Any) -> bool:
         return isinstance(failure, TerminalFailure)
@@ -156,7 +165,7 @@ class TerminalDomain:
 
     def parse(self, obj: Any, *, verb: str) -> TerminalFailure:
         """``{command, log, task?, project?}`` -> ``TerminalFailure`` (errors name the field)."""
-        values = request_fields(obj, verb, TERMINAL_FIELDS)
+        values = request_fields(obj, verb, schema_fields(self.schema))
         given = [k for k in ("log", "error") if obj.get(k) is not None]
         if len(given) != 1:
             raise request_error(verb, "failure.log and failure.error are the same field (the failed command's "

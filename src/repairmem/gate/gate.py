@@ -30,7 +30,7 @@ from ..types import Counters, MemoryVariant
 from .actions import ACTIONS, PAYLOAD_K, Action, Payload, estimate_tokens, render, render_resolution
 from .audit import AuditLog
 from .features import FeatureExtractor, QueryProfile
-from .policies import OVERRIDE_CHECKS, CorruptStateError, Decision, Policy, make_policy, saved_policy
+from .policies import OVERRIDE_CHECKS, CorruptStateError, Decision, Policy, saved_policy
 from .reward import Feedback, RewardConfig, reward
 
 Confirm = Callable[[MemoryVariant], "bool | None"]

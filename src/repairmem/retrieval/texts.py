@@ -8,7 +8,7 @@
 
 Terminal/coding variants use the same fields: the command takes the place of the SQL and the
 signatures (command, paths, stack, entities) join the lexical text, where exact overlap matters.
-A verified step of the terminal agent (signatures carry its ``step``) embeds its reasoning and
+A verified step of an agent (signatures carry its ``step``: the terminal agent's) embeds its reasoning and
 the observation it acted on, as the sparse-experience paper does. An answer memory (a question and
 its verified query, ``types.answer_memory``) is found by its question alone on both channels: it
 is ranked against the current question, not against the failure.
@@ -21,16 +21,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..types import ANSWER, MemoryVariant, Polarity, normalize_command, normalize_sql
+from ..types import ANSWER, MemoryVariant, Polarity, normalize_step
 from .bm25 import tokenize
 
 
-def _normalize(memory: MemoryVariant, text: str) -> str:
-    return normalize_sql(text) if memory.kind == "sql" else normalize_command(text)
-
-
 def transition_text(memory: MemoryVariant) -> str:
-    return f"{_normalize(memory, memory.before)} -> {_normalize(memory, memory.after)}"
+    return f"{normalize_step(memory.kind, memory.before)} -> {normalize_step(memory.kind, memory.after)}"
 
 
 def delta_text(before: str, after: str) -> str:
@@ -53,7 +49,7 @@ def _signature_text(memory: MemoryVariant) -> str:
 def dense_text(memory: MemoryVariant) -> str:
     if memory.failure_type == ANSWER:
         return memory.question
-    if memory.kind == "terminal" and "step" in memory.signatures:
+    if "step" in memory.signatures:
         # a verified step of the terminal agent: its reasoning and the observation it acted on (the
         # sparse-experience paper embeds "each step's observation and reasoning")
         return f"{memory.context}\n{memory.failure_context}".strip() or memory.question
