@@ -26,18 +26,8 @@ from repairmem.bench.gating import following_attempt
 from repairmem.bench.metrics import load_run
 from repairmem.bench.provenance import shown_ids
 from repairmem.bench.runner import stream_memories
-from repairmem.classify.sql_signatures import sql_parts
 from repairmem.sql.datasets import load_dataset
-from repairmem.sql.schema import database_identifiers
-
-
-def tables_read(sql: str) -> set[str]:
-    """Lower-case names of the tables ``sql`` reads (a token scan when it does not parse)."""
-    return set(sql_parts(sql or "")[0])
-
-
-def database_tables(path: Path) -> set[str]:
-    return {name[len("table:"):] for name in database_identifiers(path) if name.startswith("table:")}
+from repairmem.sql.schema import database_identifiers, foreign_tables, tables_read
 
 
 def stream_counts(records: list[dict], memories: dict, tables_of_db,
@@ -53,7 +43,7 @@ def stream_counts(records: list[dict], memories: dict, tables_of_db,
             shown = [memories[i] for i in shown_ids(step) if i in memories]
             counts["shown"] += len(shown)
             counts["shown_elsewhere"] += sum(m.namespace != record["db_id"] for m in shown)
-            foreign = tables_read(attempt["sql"]) - own
+            foreign = foreign_tables(attempt["sql"], own)
             if foreign:
                 counts["foreign"] += 1
                 mine[1] += 1
@@ -89,15 +79,15 @@ def main() -> None:
           "| Copied from a shown memory % | Memories shown | From another database % |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     first: dict | None = None
-    cache: dict[Path, set[str]] = {}
+    cache: dict[Path, frozenset[str]] = {}
     for run_dir in args.run_dir:
         run = load_run(run_dir)
         dataset = load_dataset(run.config["dataset"], args.data or run.config["data"], subset=run.config.get("subset"))
         paths = {ex.db_id: ex.db_path for ex in dataset.examples}
 
-        def tables_of_db(db_id: str) -> set[str]:
+        def tables_of_db(db_id: str) -> frozenset[str]:
             if paths[db_id] not in cache:
-                cache[paths[db_id]] = database_tables(paths[db_id])
+                cache[paths[db_id]] = database_identifiers(paths[db_id])
             return cache[paths[db_id]]
 
         for method, seed in ((m, s) for m in run.methods for s in run.seeds(m)):

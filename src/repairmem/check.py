@@ -17,11 +17,13 @@ duplicate keys, NaN/Infinity, lone surrogates and nesting deeper than ``MAX_JSON
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import math
 import numbers
 import unicodedata
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .errors import InvalidInputError
 from .untrusted import untrusted
@@ -146,6 +148,34 @@ def json_type(value: Any) -> str:
 
 def _no_constant(name: str) -> None:
     raise InvalidInputError(f"{name} is not a JSON number")
+
+
+def plain_json(value: Any, convert: Callable[[Any], Any] | None = None) -> Any:
+    """``value`` as plain JSON data, the one way out of the process: mappings (keys as strings),
+    lists for tuples and arrays, sorted lists for sets, NumPy scalars as Python numbers, an enum's
+    value, a dataclass's fields, bytes as ``{"blob_hex"}``, and None for a non-finite float (JSON
+    has no NaN). ``convert`` is applied to each value first (the CLI's memories as their records)."""
+    if convert is not None:
+        value = convert(value)
+    if isinstance(value, Mapping):
+        return {str(k): plain_json(v, convert) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v, convert) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(plain_json(v, convert) for v in value)
+    if isinstance(value, bytes):                  # a BLOB from a query
+        return {"blob_hex": value.hex()}
+    if isinstance(value, enum.Enum):
+        return plain_json(value.value, convert)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return plain_json(dataclasses.asdict(value), convert)
+    if hasattr(value, "tolist") and not isinstance(value, str):     # NumPy arrays and scalars
+        value = value.tolist()
+        if isinstance(value, list):
+            return plain_json(value, convert)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def parse_json(text: str | bytes, *, where: str = "") -> Any:

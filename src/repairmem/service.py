@@ -36,6 +36,10 @@ forget     ``{"memory_id"?, "namespace"?, "reason"?, "confirm"?}`` (one memory, 
 correct    ``{"memory_id", "fix", "namespace"?, "reason"?}`` -> ``{"memory_id", "fix", "history"}``
 trust      ``{"memory_id", "actor", "namespace"?, "reason"?}`` -> ``{"memory_id", "namespace",
            "trusted_by", "history"}`` (the store owner's: the CLI has it, MCP does not)
+list       ``{"namespace"?, "cause"?, "verified"?, "since"?, "limit"? (20, at most 200), "before"?}``
+           -> ``{"memories": [memory_json], "count", "next_before"}``: newest first, a page at a time
+show       ``{"memory_id"}`` -> the memory whole (``memory_json(full=True)``) and its ``history``
+history    ``{"memory_id"}`` -> ``{"memory_id", "history"}``
 =========  =====================================================================================
 
 Feedback across processes. The command line runs one process per call, so the recall a
@@ -48,25 +52,25 @@ session's rejection count starts again in each process.
 from __future__ import annotations
 
 import functools
-import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .check import INT64_MAX, check_bool, check_int, check_label, request_error, request_object, request_str
+from .check import INT64_MAX, check_bool, check_int, check_label, plain_json, request_error, request_object, request_str
 from .check import json_type as _type
 from .errors import InvalidInputError, RepairmemError
 from .gate.reward import FEEDBACK_FLAGS, Feedback
 from .domains import DEFAULT_DOMAINS, Domain
 from .domains.base import failure_shapes, first_of_each_kind, request_domain
-from .memory import Memory
+from .gate.actions import warning
+from .memory import MAX_PAGE, Memory
 from .types import Attempt, Episode, Outcome, Scope
 from .secrets import mask_secrets
 from .untrusted import inert
 from .vocabulary import agent_action, cause_words, plain_why
 
-__all__ = ["READ_ONLY_VERBS", "VERBS", "call", "correct", "explain", "feedback", "forget", "parse", "record", "recall",
-           "stats"]
+__all__ = ["READ_ONLY_VERBS", "VERBS", "call", "correct", "explain", "feedback", "forget", "history", "list_",
+           "memory_json", "parse", "record", "recall", "show", "stats"]
 
 # -- what the requests look like (the MCP tools publish it) -------------------------------------
 
@@ -318,12 +322,44 @@ def parse_trust(request: Any) -> TrustRequest:
     return TrustRequest(memory_id, actor, _label(obj, "namespace", verb), _str(obj, "reason", verb, default=""))
 
 
+@dataclass(frozen=True)
+class ListRequest:
+    namespace: str | None = None
+    cause: str | None = None
+    verified: bool | None = None
+    since: int | None = None
+    limit: int = 20
+    before: int | None = None
+
+
+def parse_list(request: Any) -> ListRequest:
+    verb = "list"
+    obj = _object({} if request is None else request, verb, "", ("namespace", "cause", "verified", "since", "limit",
+                                                                  "before"))
+    limit = _int(obj, "limit", verb, low=1)
+    if limit is not None and limit > MAX_PAGE:
+        raise _fail(verb, f"limit must be at most {MAX_PAGE}, got {limit}")
+    return ListRequest(_label(obj, "namespace", verb), _str(obj, "cause", verb, empty=False), _bool(obj, "verified", verb),
+                       _int(obj, "since", verb), 20 if limit is None else limit, _int(obj, "before", verb, low=1))
+
+
+def parse_memory_id(verb: str):
+    def parse(request: Any) -> int:
+        obj = _object(request, verb, "", ("memory_id",))
+        memory_id = _int(obj, "memory_id", verb, low=1)
+        if memory_id is None:
+            raise _fail(verb, "missing field memory_id (recall's candidates, record and list name it)")
+        return memory_id
+    return parse
+
+
 def parse_stats(request: Any) -> None:
     _object({} if request is None else request, "stats", "", ())
 
 
 PARSERS = {"recall": parse_recall, "record": parse_record, "feedback": parse_feedback, "explain": parse_explain,
-           "stats": parse_stats, "forget": parse_forget, "correct": parse_correct, "trust": parse_trust}
+           "stats": parse_stats, "forget": parse_forget, "correct": parse_correct, "trust": parse_trust,
+           "list": parse_list, "show": parse_memory_id("show"), "history": parse_memory_id("history")}
 
 
 def parse(verb: str, request: Any, domains: tuple[Domain, ...] = DEFAULT_DOMAINS):
@@ -336,26 +372,13 @@ def parse(verb: str, request: Any, domains: tuple[Domain, ...] = DEFAULT_DOMAINS
 
 # -- the verbs -----------------------------------------------------------------------------------
 
-def _plain(value: Any) -> Any:
-    """JSON-safe: numpy scalars to Python numbers, tuples to lists, non-finite floats to None."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _answer(verb):
     """A verb whose JSON answer leaves the process: plain JSON, every string in it (keys too) made
     inert (``untrusted.inert``). Memory-controlled text is not only ``text``: a candidate's
     failure type and namespace, ``stats``' keys, an audit record's reasons."""
     @functools.wraps(verb)
     def answered(memory: Memory, request: Any = None) -> dict:
-        return inert(_plain(verb(memory, request)))
+        return inert(plain_json(verb(memory, request)))
     return answered
 
 
@@ -476,9 +499,59 @@ def trust(memory: Memory, request: Any) -> dict:
             "history": memory.history(trusted.id)}
 
 
+def memory_json(m, *, full: bool = False) -> dict:
+    """A memory as the listing verbs show it: where it is, its cause, what failed and the fix, whether
+    it is verified, how often it was seen and used, and a dangerous fix's warning; ``full`` adds the
+    failure it was recorded for, its context and provenance."""
+    first = min((p.source_pos for p in m.provenance), default=None)
+    out = {"memory_id": m.id, "kind": m.kind, "namespace": m.namespace,
+           "polarity": "positive" if m.polarity.value == "+" else "negative", "cause": cause_words(m.failure_type,
+                                                                                                    m.root_cause),
+           "failure_type": m.failure_type, "root_cause": m.root_cause, "task": m.question, "failed": m.before,
+           "fix": m.after, "unverified": m.unverified, "support": m.support, "first_seen": first,
+           "last_seen": m.last_seen, "seen_in": list(m.variants_seen), "warning": warning(m) or None,
+           "counters": m.counters}          # made plain JSON on the way out (``check.plain_json``)
+    if full:
+        out.update(failure=m.failure_context, error=m.error, context=m.context,
+                   provenance=list(m.provenance))
+    return out
+
+
+@_answer
+def list_(memory: Memory, request: Any = None) -> dict:
+    """A page of memories, newest first (``Memory.list``); ``next_before`` asks for the next page."""
+    req = request if isinstance(request, ListRequest) else parse_list(request)
+    try:
+        page, after = memory.list(namespace=req.namespace, cause=req.cause, verified=req.verified, since=req.since,
+                                  limit=req.limit, before=req.before)
+    except InvalidInputError as exc:
+        raise _verb_error("list", exc) from None
+    return {"memories": [memory_json(m) for m in page], "count": len(page), "next_before": after}
+
+
+@_answer
+def show(memory: Memory, request: Any) -> dict:
+    """One memory whole, with what happened to it since (``history``)."""
+    memory_id = request if isinstance(request, int) else parse_memory_id("show")(request)
+    try:
+        found = memory.get([memory_id])[0]
+    except InvalidInputError as exc:
+        raise _verb_error("show", exc) from None
+    return {**memory_json(found, full=True), "history": memory.history(memory_id)}
+
+
+@_answer
+def history(memory: Memory, request: Any) -> dict:
+    memory_id = request if isinstance(request, int) else parse_memory_id("history")(request)
+    try:
+        return {"memory_id": memory_id, "history": memory.history(memory_id)}
+    except InvalidInputError as exc:
+        raise _verb_error("history", exc) from None
+
+
 VERBS = {"recall": recall, "record": record, "feedback": feedback, "explain": explain, "stats": stats,
-         "forget": forget, "correct": correct, "trust": trust}
-READ_ONLY_VERBS = frozenset({"explain", "stats"})   # a caller may open the Memory read-only for these
+         "forget": forget, "correct": correct, "trust": trust, "list": list_, "show": show, "history": history}
+READ_ONLY_VERBS = frozenset({"explain", "stats", "list", "show", "history"})   # may open the Memory read-only
 
 
 def call(memory: Memory, verb: str, request: Any) -> dict:

@@ -240,3 +240,34 @@ def test_an_agent_needs_no_query_id_and_reads_plain_words(tmp_path):
                        else {"recall_id": got["recall_id"], "verified": True})
     fed = json.loads(out)
     assert code == 0 and fed["recorded"] is True and "reward" not in fed and "reward" in fed["explain"]
+
+
+def test_list_show_and_history_on_the_command_line(recorded):
+    """Issue 45, item 2: ``memory list`` (filters, newest first, paged by --before), ``memory show ID``
+    and ``memory history ID`` with --json, and as lines without it; a bad filter exits 2 by name."""
+    second = {**EPISODE, "query_id": "proj-a/lint", "namespace": "proj-b", "task": "lint", "verified": True,
+              "attempts": [{"command": "ruff check .", "outcome": "failed", "error": "ruff: command not found"},
+                           {"command": ".venv/bin/ruff check .", "outcome": "passed"}]}
+    newer = ok("record", recorded, second)["memory_id"]
+    listed = ok("list", recorded, None, "--limit", "1")
+    assert [m["memory_id"] for m in listed["memories"]] == [newer] and listed["next_before"] == newer
+    older = ok("list", recorded, None, "--before", str(newer))["memories"]
+    assert [m["namespace"] for m in older] == ["proj-a"] and older[0]["fix"] == ".venv/bin/python -m pytest"
+    assert [m["memory_id"] for m in ok("list", recorded, None, "--namespace", "proj-b")["memories"]] == [newer]
+    assert ok("list", recorded, None, "--cause", "no/such/cause")["memories"] == []
+    first = older[0]["memory_id"]
+    assert [m["memory_id"] for m in ok("list", recorded, None, "--verified")["memories"]] == [newer]
+    assert [m["memory_id"] for m in ok("list", recorded, None, "--unverified")["memories"]] == [first]
+    ok("correct", recorded, None, "--id", str(first), "--fix", "uv run pytest", "--reason", "uv now")
+    shown = ok("show", recorded, None, str(first))
+    assert shown["fix"] == "uv run pytest" and shown["provenance"][0]["source_query"] == "proj-a/tests"
+    assert [h["action"] for h in shown["history"]] == ["correct"]
+    assert ok("history", recorded, None, str(first))["history"] == shown["history"]
+    code, out, _ = run("list", recorded, None, json_out=False)
+    assert code == 0 and f"#{newer} proj-b positive" in out and "\n -> .venv/bin/ruff check ." in out
+    code, out, _ = run("show", recorded, None, str(first), json_out=False)
+    assert code == 0 and "correct by cli: uv now" in out
+    code, out, _ = run("list", recorded, None, "--limit", "500")
+    assert code == 2 and "list: limit must be at most 200, got 500" in json.loads(out)["error"]
+    code, out, _ = run("show", recorded, None, "999")
+    assert code == 2 and "no memory with id 999" in json.loads(out)["error"]

@@ -93,7 +93,7 @@ def test_record_recall_feedback_explain_over_stdio(tmp_path):
 
     async def body(session):
         tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert set(tools) == {"recall", "record", "feedback", "explain", "stats", "forget", "correct"}
+        assert set(tools) == {"recall", "record", "feedback", "explain", "stats", "forget", "correct", "list", "get"}
         assert "RIGHT AFTER a command" in tools["recall"].description
         assert "finished and verified" in tools["record"].description
         assert "recall_id" in tools["feedback"].description
@@ -293,7 +293,7 @@ def test_a_memory_that_cannot_open_is_every_tools_error_not_a_closed_pipe(tmp_pa
             _error(await session.call_tool("stats", {}))
 
     tools, recall, stats = anyio.run(_session_run, folder, body)
-    assert tools == {"recall", "record", "feedback", "explain", "stats", "forget", "correct"}
+    assert tools == {"recall", "record", "feedback", "explain", "stats", "forget", "correct", "list", "get"}
     for text in (recall, stats):
         assert "could not open its memory" in text and folder.name in text, text
         assert str(tmp_path) not in text      # the file it concerns, never the server's folders (issue 44)
@@ -639,9 +639,41 @@ def test_the_server_speaks_an_agents_words_and_annotates_every_tool(tmp_path):
     flags = {name: (_field(t.annotations, "read_only_hint", "readOnlyHint"),
                     _field(t.annotations, "destructive_hint", "destructiveHint")) for name, t in tools.items()}
     assert flags == {"recall": (False, False), "record": (False, False), "feedback": (False, False),
-                     "explain": (True, None), "stats": (True, None), "forget": (False, True), "correct": (False, True)}
+                     "explain": (True, None), "stats": (True, None), "forget": (False, True), "correct": (False, True),
+                     "list": (True, None), "get": (True, None)}
     assert all(_field(t.annotations, "open_world_hint", "openWorldHint") is False for t in tools.values())
     assert got["action"] == "inject" and got["query_id"] and got["explain"]["gate_action"] != "inject"
     assert got["cause"] == "a Python module cannot be imported: the wrong virtual environment is used"
     assert [c["support"] for c in got["candidates"]] == [1]          # one episode so far (issue 43 item 4)
     assert fed == {"recall_id": got["recall_id"], "recorded": True, "explain": fed["explain"]} and "reward" in fed["explain"]
+
+
+def test_the_memories_can_be_listed_and_read_whole_over_mcp(tmp_path):
+    """Issue 45, item 2: ``list`` (the client's project, newest first, filtered, paged), ``get`` (one
+    memory whole, with its history) and the resource ``memory://recent``; the same shapes as the CLI's."""
+    second = {**EPISODE, "query_id": "proj-a/lint", "task": "lint proj-a", "attempts": [
+        {"command": "ruff check .", "outcome": "failed", "error": "ruff: command not found"},
+        {"command": ".venv/bin/ruff check .", "outcome": "passed"}]}
+
+    async def body(session):
+        first = _payload(await session.call_tool("record", {**EPISODE, "verified": True}))["memory_id"]
+        newer = _payload(await session.call_tool("record", second))["memory_id"]
+        page = _payload(await session.call_tool("list", {"limit": 1}))
+        rest = _payload(await session.call_tool("list", {"limit": 1, "before": page["next_before"]}))
+        unverified = _payload(await session.call_tool("list", {"verified": False}))
+        whole = _payload(await session.call_tool("get", {"memory_id": first}))
+        foreign = _error(await session.call_tool("list", {"namespace": "proj-b"}))
+        missing = _error(await session.call_tool("get", {"memory_id": 999}))
+        resource = await session.read_resource("memory://recent")
+        return first, newer, page, rest, unverified, whole, foreign, missing, json.loads(resource.contents[0].text)
+
+    first, newer, page, rest, unverified, whole, foreign, missing, recent = anyio.run(
+        _session_run, tmp_path / "m.db", body)
+    assert [m["memory_id"] for m in page["memories"]] == [newer] and page["next_before"] == newer
+    assert [m["memory_id"] for m in rest["memories"]] == [first] and rest["next_before"] is None
+    assert [m["memory_id"] for m in unverified["memories"]] == [newer]
+    assert whole["fix"] == ".venv/bin/python -m pytest" and whole["namespace"] == "proj-a"
+    assert whole["provenance"][0]["source_query"] == "proj-a/tests" and whole["history"] == []
+    assert "acts for the project the client works in ('proj-a')" in foreign
+    assert "no memory with id 999" in missing
+    assert [m["memory_id"] for m in recent["memories"]] == [newer, first]

@@ -9,23 +9,9 @@ message prints the measured numbers.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _module(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-real_logs = _module("real_logs")
-real_logs_gate = _module("real_logs_gate")
+from benchmarks import real_logs, real_logs_gate
 
 
 @pytest.fixture(scope="module")

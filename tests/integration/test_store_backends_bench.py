@@ -7,22 +7,16 @@ gate actions for the same queries. Skipped where no embedded PostgreSQL server c
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "store_backends.py"
-
 
 def test_tiny_run_measures_both_backends_and_they_agree(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("store_backends", SCRIPT)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from benchmarks import store_backends as bench
     url = os.environ.get("REPAIRMEM_TEST_POSTGRES_URL")
     out = tmp_path / "out.json"
     try:

@@ -4,14 +4,9 @@ Each reply below is verbatim from the seed run committed in ``records/agent15-no
 """
 
 import gzip
-import importlib.util
 import json
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "agent_replies.py"
-spec = importlib.util.spec_from_file_location("agent_replies", SCRIPT)
-agent_replies = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(agent_replies)
+from benchmarks import agent_replies
 
 
 def step(reply, action="none"):

@@ -1,16 +1,13 @@
 """benchmarks/gate_reward.py: the logged first-call replay reads the committed streams as documented."""
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from benchmarks import gate_reward
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "gate_reward.py"
-spec = importlib.util.spec_from_file_location("gate_reward", SCRIPT)
-gate_reward = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gate_reward)
 
 
 def test_an_injecting_decision_gets_the_arm_its_payload_would_show():

@@ -35,7 +35,9 @@ ALLOWED = {
     "domains": BASE | {"classify", "sql", "retrieval", "gate"},   # what SQL and terminal mean, behind one protocol
     "lifecycle": BASE,                                            # Memory's forget, correct, history
     "vocabulary": BASE,                                           # the words an agent reads (service's answers)
-    "memory": BASE | {"gate", "retrieval", "store", "domains", "lifecycle"},   # knows no domain: dispatches to them
+    "recall": BASE | {"gate", "retrieval", "domains"},           # what one recall decided
+    "mcp_transport": BASE,                                        # the MCP server's HTTP and stdio transports
+    "memory": BASE | {"gate", "retrieval", "store", "domains", "lifecycle", "recall"},   # knows no domain: dispatches to them
     "service": BASE | {"memory", "domains", "gate", "vocabulary"},             # JSON in and out of Memory, for the CLI and MCP
     "agents": BASE | {"memory", "domains", "sql", "llm"},        # memory only through Memory's verbs
     "bench": BASE | MID | {"memory", "agents", "domains"},
@@ -272,3 +274,20 @@ def test_the_core_compares_no_kind():
             imports += [f"{name} -> {target}" for target in graph[name] if _layer(target) == "classify"]
     assert set(found) <= KIND_RULES and found, found
     assert imports == []
+
+
+def test_adding_a_failure_domain_touches_no_file_under_src():
+    """The README's and docs/design.md's "what adding X touches" row for a failure domain, counted:
+    the foreign fixture domain (tests/fixtures/web_domain.py, run on every road by
+    tests/integration/test_foreign_domain.py) is named by no file of the package, and both tables say
+    so; its kind appears in no comparison of the core either (``test_the_core_compares_no_kind``)."""
+    fixture = SRC.parents[1] / "tests" / "fixtures" / "web_domain.py"
+    assert fixture.is_file()
+    touched = [path.name for path in SRC.rglob("*.py")
+               if any(word in path.read_text(encoding="utf-8") for word in ("web_domain", "WebDomain", '"web"'))]
+    assert touched == []
+    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    design = (SRC.parents[1] / "docs" / "design.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| a failure domain |"))
+    assert "no edit under `src/`" in row and "tests/fixtures/web_domain.py" in row
+    assert "no edit under `src/`" in next(line for line in design.splitlines() if line.startswith("| a failure domain |"))

@@ -1,19 +1,13 @@
 """benchmarks/make_subset.py --groups: whole twin groups, exact size, seeded; the stratified default."""
 
-import importlib.util
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
+from benchmarks import make_subset
 from repairmem.bench.twins import twin_key
 from repairmem.errors import InvalidInputError
 from repairmem.sql.datasets import Example
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "make_subset.py"
-spec = importlib.util.spec_from_file_location("make_subset", SCRIPT)
-make_subset = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(make_subset)
 
 
 def examples(pairs: int = 20, triples: int = 3, singles: int = 7) -> list[Example]:

@@ -229,3 +229,35 @@ def test_verified_implies_accepted_in_python_as_in_json(sql_memory):
         memory.feedback(got.id, verified=True, accepted=False)
     assert memory.feedback(got.id, verified=True) > 0          # the refused call left the recall open
     assert memory.explain(got.id)["reward"]["feedback"]["accepted"] is True
+
+
+def test_list_pages_newest_first_across_store_reads_and_filters(tmp_path, monkeypatch):
+    """``Memory.list``: newest first, ``before`` pages on without repeats or gaps even when a page spans
+    several store reads (``PAGE_CHUNK``), and each filter keeps exactly its memories."""
+    import repairmem.memory as memory_module
+    monkeypatch.setattr(memory_module, "PAGE_CHUNK", 2)
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None) as memory:
+        ids = []
+        for i in range(7):
+            ns = "a" if i % 2 else "b"
+            episode = Episode(f"e{i}", f"q{i}", i * 10, ns, f"task {i}",
+                              (Attempt(f"make t{i}", "EXECUTION_ERROR", "make: *** No rule to make target"),
+                               Attempt(f"make -C build t{i}", "CORRECT")), kind="terminal", finalized=True)
+            ids.append(memory.record(episode, verified=i < 3).id)
+        seen, before = [], None
+        while True:
+            page, before = memory.list(limit=3, before=before)
+            seen += [m.id for m in page]
+            if before is None:
+                break
+        assert seen == ids[::-1]
+        assert [m.id for m in memory.list(namespace="a", limit=200)[0]] == [i for n, i in enumerate(ids) if n % 2][::-1]
+        assert [m.id for m in memory.list(verified=True)[0]] == ids[:3][::-1]
+        assert [m.id for m in memory.list(verified=False)[0]] == ids[3:][::-1]
+        assert [m.id for m in memory.list(since=40)[0]] == ids[4:][::-1]
+        cause = memory.get([ids[0]])[0].failure_type
+        assert {m.failure_type for m in memory.list(cause=cause)[0]} == {cause}
+        with pytest.raises(InvalidInputError, match="limit"):
+            memory.list(limit=0)
+        with pytest.raises(InvalidInputError, match="verified must be"):
+            memory.list(verified="yes")

@@ -1,13 +1,9 @@
 """benchmarks/memory_copying.py: a repair that reads a table of a retrieved memory, absent from its own database."""
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "memory_copying.py"
-spec = importlib.util.spec_from_file_location("memory_copying", SCRIPT)
-memory_copying = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(memory_copying)
+from benchmarks import memory_copying
+from repairmem.sql.schema import foreign_tables, tables_read
 
 
 def record(db_id, attempts, steps):
@@ -16,14 +12,15 @@ def record(db_id, attempts, steps):
 
 
 def test_tables_read_parses_and_falls_back_to_a_token_scan_on_broken_sql():
-    assert memory_copying.tables_read("SELECT a FROM Dogs AS T1 JOIN owners ON 1") == {"dogs", "owners"}
-    assert memory_copying.tables_read("SELECT a FROM Dogs WHERE ((") == {"dogs"}
-    assert memory_copying.tables_read("WITH d AS (SELECT 1) SELECT * FROM d JOIN pets") == {"pets"}
+    assert tables_read("SELECT a FROM Dogs AS T1 JOIN owners ON 1") == {"table:dogs", "table:owners"}
+    assert tables_read("SELECT a FROM Dogs WHERE ((") == {"table:dogs"}
+    assert tables_read("WITH d AS (SELECT 1) SELECT * FROM d JOIN pets") == {"table:pets"}
+    assert foreign_tables("SELECT * FROM dogs JOIN pets", frozenset({"table:pets", "column:pets.id"})) == {"table:dogs"}
 
 
 KENNEL = SimpleNamespace(namespace="dog_kennels", before="SELECT * FROM Dogs", after="SELECT * FROM Professionals")
 LOCAL = SimpleNamespace(namespace="pets_1", before="SELECT * FROM Pets", after="SELECT * FROM Has_Pet")
-OWN = lambda db: {"pets", "has_pet", "student"}
+OWN = lambda db: frozenset({"table:pets", "table:has_pet", "table:student"})
 
 
 def test_a_foreign_table_counts_as_copied_only_when_a_shown_memory_reads_it():

@@ -99,6 +99,8 @@ VERBS = {
                                        lambda: w["m"].explain("d999-zzz")),
     "get": lambda w: _refused_like(lambda: w["m"].get([w["theirs"]]), lambda: w["m"].get([99999])),
     "memories": lambda w: _hides(w["m"].memories()),
+    "list": lambda w: (_hides(w["m"].list()), _assert_equal(len(w["m"].list()[0]), 1),
+                       _refused_like(lambda: w["m"].list(namespace=OTHER), None, given=OTHER)),
     "failed_directions": lambda w: (
         _hides(w["m"].failed_directions(position=10**6, query_id="x", namespace="home")),
         _refused_like(lambda: w["m"].failed_directions(position=10**6, query_id="x", namespace=OTHER), None,

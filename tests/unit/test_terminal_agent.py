@@ -258,13 +258,13 @@ def test_hint_representations():
     archive = Experience.open(":memory:", HashingEncoder(64))
     archive.add_verified(record("a", 1.0, ["c0", "c1", "c2", "c3"], instruction="fix the repo"), "r", 0)
     step = archive.trajectory_of(steps_from_record(record("a", 1.0, ["c0"]), "r")[0])[2]
-    compact = render_hint_body(step, "compact", archive, project="terminal")
+    compact = render_hint_body(step, "compact", trajectory=archive.trajectory_of, project="terminal")
     assert compact == ("- Similar task (project terminal): fix the repo\n  Context: exit code: 0 out c1\n"
                        "  Established: succeeded: out c2\n  Useful next command: c2\n"
                        "  Adapt it to this task; do not copy it: this task's files, names and values differ.")
-    full = render_hint_body(step, "full_step", archive)
+    full = render_hint_body(step, "full_step", trajectory=archive.trajectory_of)
     assert "Reasoning: reason c2" in full and "Output: exit code: 0\nout c2" in full
-    window = render_hint_body(step, "window", archive)
+    window = render_hint_body(step, "window", trajectory=archive.trajectory_of)
     assert "$ c1" in window and "$ c2" in window and "$ c3" in window and "$ c0" not in window
 
 

@@ -10,11 +10,12 @@ from repairmem.agents.terminal.experience import archived_steps
 from repairmem.classify.terminal import Signatures
 from repairmem.domains import TERMINAL_EVIDENCE
 from repairmem.errors import InvalidInputError
-from repairmem.gate.actions import INJECTING
+from repairmem.gate.actions import INJECTING, estimate_tokens
 from repairmem.gate.features import INDEX, QueryProfile, extract_features
 from repairmem.gate.policies import make_policy
 from repairmem.retrieval.encoders import HashingEncoder
 from repairmem.types import MemoryVariant
+from repairmem.untrusted import untrusted
 
 
 def step(t: int, command: str, exit_code: int = 0, changed_paths=(), output: str = "", **extra) -> dict:
@@ -129,12 +130,15 @@ def test_retrieval_stays_in_the_project_unless_cross_project_is_asked_for():
 def test_a_compact_hint_names_its_project_states_the_fact_and_says_adapt_not_copy():
     archive = archive_of_two_projects(cross_project=True)
     found = archive.nearest("why 0 git commit -s", task_id="new", position=5, project="quillnotes")
-    same = render_hint_body(found.step, "compact", archive, project=found.step.project)
+    same = render_hint_body(found.step, "compact", project=found.step.project)
     assert same.startswith(f"- Similar task (project {found.step.project}): Commit the note in")
     assert "\n  Established: changed .git/refs/heads/main\n" in same
     assert "\n  Useful next command: git commit -s -m 'add note'\n  Adapt it to this task; do not copy it" in same
-    other = render_hint_body(found.step, "compact", archive, project="relayd")
+    other = render_hint_body(found.step, "compact", project="relayd")
     assert f"(project {found.step.project}, another project: its files and commands may not exist here)" in other
+    shown = render_hint_body(found.step, "compact", project="quillnotes", instruction="")    # the asking task's
+    assert untrusted(shown) in found.text and found.text == found.recall.text      # the recall's one rendering
+    assert found.recall.tokens == estimate_tokens(found.text)                      # what the model reads is priced
     archive.close()
 
 

@@ -48,7 +48,7 @@ def test_a_compound_command_that_redid_the_edit_keeps_only_the_part_that_made_th
     try:
         archive.add_verified(record, "seed", 0)
         found = archive.nearest("step 2 ci: bump the patch number", task_id="geokit-miles", position=3, project="geokit")
-        hint = render_hint_body(found.step, "compact", archive, project="geokit")
+        hint = render_hint_body(found.step, "compact", project="geokit")
     finally:
         archive.close()
     assert "\n  Useful next command: echo 1.4.3 > VERSION && ./ci\n" in hint

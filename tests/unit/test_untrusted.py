@@ -82,7 +82,8 @@ def sql_renderings(t: str) -> dict[str, str]:
              schema_safe_hint(memory(t, "-"), None, index=2).text]
     return {
         "memory+": render_memory(1, memory(t)), "memory-": render_memory(2, memory(t, "-")),
-        **{f"repair-{layout}-{c}": repair_prompt(**fields, positives=[memory(t)], negatives=[memory(t, "-")],
+        **{f"repair-{layout}-{c}": repair_prompt(**fields, positives=[render_memory(1, memory(t))],
+                                                 negatives=[render_memory(2, memory(t, "-"))],
                                                  layout=layout, compaction=c)
            for layout in ("paper", "cache") for c in (0, 3)},
         "repair-hints": repair_prompt(**fields, hints=hints),
@@ -170,7 +171,8 @@ def _repair_prompt_from_store(memory: Memory, **fields) -> str:
     base = {"question": "How many singers?", "schema": "CREATE TABLE singer (id INT, name TEXT)",
             "current_sql": "SELECT nme FROM singer", "status": "EXECUTION_ERROR", "error": "no such column: nme",
             "failure_type": "Schema Linking", "history": [AttemptView("SELECT nme FROM singer", "EXECUTION_ERROR")]}
-    return repair_prompt(**{**base, **fields}, positives=recall.positives, negatives=recall.negatives)
+    shown = len(recall.positives)     # the domain's blocks, as the repair loop places them
+    return repair_prompt(**{**base, **fields}, positives=recall.blocks[:shown], negatives=recall.blocks[shown:])
 
 
 def test_a_stored_memorys_question_cannot_switch_roles_or_open_a_section_of_the_repair_prompt(tmp_path):

@@ -321,11 +321,11 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
     while (method.repair and attempts[-1].verdict_outcome is not Outcome.CORRECT
            and len(attempts) <= options.budget):
         current = attempts[-1]
-        diagnosis = sql_diagnosis(example.question, current.sql, current.verdict_outcome, current.error,
-                                  tuple(current.rows))
-        current.failure_type, current.failure_subtype = diagnosis.family, diagnosis.root_cause
         calls = []
         recall, retrieval_info = _recall(memory, method, example, current, position, len(attempts))
+        diagnosis = recall.diagnosis if recall is not None else sql_diagnosis(   # classified once per step
+            example.question, current.sql, current.verdict_outcome, current.error, tuple(current.rows))
+        current.failure_type, current.failure_subtype = diagnosis.family, diagnosis.root_cause
         positives, negatives = (recall.positives, recall.negatives) if recall is not None else ((), ())
         history = [a.view(method.grounded) for a in attempts]
         greedy = options.generation()
@@ -340,16 +340,13 @@ def run_episode(example: Example, position: int, initial: InitialPrediction, *, 
             observations = (f"Your last answer repeated attempt [{current.repeat_of}] exactly, so it was not run "
                             "again. Write a query that differs from every attempt above.\n" + observations)
 
-        blocks = recall.blocks if recall is not None else ()
-        shown = (*positives, *negatives)
-        answer_blocks = tuple(b for m, b in zip(shown, blocks) if m.role == "answer")
-        hint_blocks = tuple(b for m, b in zip(shown, blocks) if m.role != "answer")
+        directions, failed, answer_blocks, hint_blocks = _sections(method, recall)
 
         def render_repair(compaction: int) -> str:
             return repair_prompt(question=example.question, schema=schema, current_sql=current.sql,
                                  status=current.verdict_outcome.value, error=current.error,
                                  failure_type=current.failure_type, history=history,
-                                 positives=() if blocks else positives, negatives=() if blocks else negatives,
+                                 positives=directions, negatives=failed,
                                  reflections=reflections, evidence=example.evidence,
                                  observations=observations, samples=shown_samples, layout=options.layout,
                                  compaction=compaction, hints=hint_blocks, answers=answer_blocks)
@@ -395,6 +392,18 @@ def _episode_record(example: Example, position: int, method: Method, attempts: l
         "steps": steps,
         "initial_usage": dict(initial.usage),
     }
+
+
+def _sections(method: Method, recall: Recall | None) -> tuple[tuple[str, ...], ...]:
+    """The repair prompt's memory sections from the domain's blocks (``Recall.blocks``: what the gate
+    charged): MERIT's directions and failed directions, or answers and hints."""
+    blocks = recall.blocks if recall is not None else ()
+    if method.render == "merit":
+        shown = len(recall.positives) if recall is not None else 0
+        return blocks[:shown], blocks[shown:], (), ()
+    roles = [m.role for m in (*recall.positives, *recall.negatives)] if recall is not None else []
+    return ((), (), tuple(b for r, b in zip(roles, blocks) if r == "answer"),
+            tuple(b for r, b in zip(roles, blocks) if r != "answer"))
 
 
 def _recall(memory: Memory | None, method: Method, example: Example, current: _AttemptState, position: int,

@@ -32,7 +32,7 @@ such a stream records ``step["gate"] = {"recall", "action", "injected", "why", "
   other_only) / n_common;
 - ``foreign_tables``: of the stream's repair generations (every step, executed or not, as in
   ``benchmarks/memory_copying.py``), how many produced SQL that reads a table its example's database
-  lacks: tables from :func:`repairmem.classify.sql_signatures.sql_parts` (sqlglot; a token scan
+  lacks: tables from :func:`repairmem.sql.schema.foreign_tables` (sqlglot; a token scan
   when the SQL does not parse; CTE names excluded) against
   :func:`repairmem.sql.schema.database_identifiers` of the database found through ``run.json``'s
   dataset (``repairmem.sql.datasets.load_dataset``). ``None`` with the note "n/a (databases not
@@ -54,14 +54,13 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..agents.sql_repair import METHODS
-from ..classify.sql_signatures import sql_parts
 from ..domains import SqlDomain
 from ..domains.base import Situation
 from ..errors import RepairmemError
 from ..gate.actions import ACTIONS, estimate_tokens
 from ..gate.reward import RewardConfig
 from .runner import reward_config, stream_memories
-from ..sql.schema import database_identifiers
+from ..sql.schema import database_identifiers, foreign_tables
 from .metrics import Run, method_label
 from .twins import run_dataset
 
@@ -134,8 +133,7 @@ def gate_stream_metrics(records: Sequence[Mapping[str, Any]], *, guarded: bool |
             attempt = following_attempt(record, index, step)
             generations += 1
             if own is not None:
-                tables = sql_parts(attempt.get("sql") or "")[0]
-                foreign += bool({f"table:{t}" for t in tables} - own)
+                foreign += bool(foreign_tables(attempt.get("sql") or "", own))
             if "failed_direction" in step:
                 saw_guard = True
                 catches += step["failed_direction"] is not None

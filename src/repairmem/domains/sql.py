@@ -34,7 +34,7 @@ from ..errors import InvalidInputError
 from ..gate.evidence import StoredEvidence
 from ..retrieval.hybrid import MERIT, RetrievalConfig, RetrievalQuery
 from ..sql.hints import schema_safe_hint
-from ..sql.prompts import render_memories, render_memory
+from ..sql.prompts import render_memory
 from ..sql.schema import database_identifiers
 from ..types import Attempt, Episode, MemoryVariant, Outcome, Scope, memory_from_episode
 from .base import Diagnosis, Shown, Situation, schema_fields
@@ -187,8 +187,9 @@ class SqlDomain:
              situation: Situation) -> Shown:
         if not (positives or negatives):
             return Shown()
-        if self.render == "merit":
-            return Shown(tuple(positives), tuple(negatives), render_memories((*positives, *negatives)))
+        if self.render == "merit":     # MERIT's blocks, numbered on from the positives to the negatives
+            blocks = tuple(render_memory(i, m) for i, m in enumerate((*positives, *negatives), 1))
+            return Shown(tuple(positives), tuple(negatives), "\n".join(blocks), blocks)
         positives, negatives, blocks = self._blocks(action, tuple(positives), tuple(negatives), situation)
         return Shown(positives, negatives, "\n".join(blocks), blocks)
 

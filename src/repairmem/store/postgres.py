@@ -39,7 +39,7 @@ from ..sqlite_wal import check_writable
 from ..types import COUNTER_NAMES, MemoryVariant, Provenance
 from .mirror import paused_gc
 from .protocol import Embedder
-from .sqlbase import V6_POSTGRES_MIGRATION, V7_MIGRATION, v5_migration, SQLStoreBase
+from .sqlbase import V6_POSTGRES_MIGRATION, V7_MIGRATION, v1_migration, v5_migration, SQLStoreBase
 from .sqlite import SQLiteMemoryStore, _Mirror, _variant_from_row
 
 try:
@@ -57,49 +57,7 @@ RECONNECT_PAUSES_S = (0.0, 0.5, 1.0, 2.0)   # before each try to replace a lost 
 # Each migration is a list of statements applied in one transaction; the index + 1 is the version it
 # brings the store to (the same numbering as the SQLite backend). Append only.
 MIGRATIONS: list[list[str]] = [
-    [
-        """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
-        """CREATE TABLE patterns (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            kind TEXT NOT NULL,
-            failure_type TEXT NOT NULL,
-            root_cause TEXT NOT NULL,
-            UNIQUE (kind, failure_type, root_cause))""",
-        """CREATE TABLE variants (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            pattern_id BIGINT NOT NULL REFERENCES patterns(id),
-            transition_key TEXT NOT NULL UNIQUE,
-            kind TEXT NOT NULL,
-            polarity TEXT NOT NULL CHECK (polarity IN ('+', '-')),
-            namespace TEXT NOT NULL,
-            failure_type TEXT NOT NULL,
-            failure_subtype TEXT NOT NULL,
-            root_cause TEXT NOT NULL,
-            question TEXT NOT NULL,
-            context TEXT NOT NULL,
-            failure_context TEXT NOT NULL,
-            before TEXT NOT NULL,
-            after TEXT NOT NULL,
-            outcome TEXT NOT NULL,
-            error TEXT NOT NULL,
-            signatures TEXT NOT NULL,
-            uses BIGINT NOT NULL DEFAULT 0,
-            accepted BIGINT NOT NULL DEFAULT 0,
-            rejected BIGINT NOT NULL DEFAULT 0,
-            verified BIGINT NOT NULL DEFAULT 0,
-            false_positives BIGINT NOT NULL DEFAULT 0)""",
-        """CREATE TABLE episodes (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            episode_id TEXT NOT NULL UNIQUE,
-            variant_id BIGINT REFERENCES variants(id),
-            source_query TEXT NOT NULL,
-            source_pos BIGINT NOT NULL,
-            namespace TEXT NOT NULL,
-            method TEXT NOT NULL,
-            final_outcome TEXT,
-            n_attempts INTEGER NOT NULL)""",
-        """CREATE INDEX episodes_by_variant ON episodes (variant_id)""",
-    ],
+    v1_migration("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT"),   # v1: meta, patterns, variants, episodes
     [   # v2: dense vectors stored with their memory, one row per (variant, encoder)
         """CREATE EXTENSION IF NOT EXISTS vector""",
         """CREATE TABLE embeddings (

@@ -37,6 +37,41 @@ def _lifecycle_table(identity: str, integer: str, actions: tuple[str, ...]) -> s
             at TEXT NOT NULL)"""
 
 
+def v1_migration(identity: str, integer: str) -> list[str]:
+    """Store schema v1 in a backend's types (``identity``: its auto-numbered key, ``integer``: its
+    counter and id type): meta, patterns, variants and episodes. Shipped: never edit."""
+    counters = "".join(f",\n            {n} {integer} NOT NULL DEFAULT 0" for n in
+                       ("uses", "accepted", "rejected", "verified", "false_positives"))
+    texts = "".join(f"\n            {n} TEXT NOT NULL," for n in (
+        "namespace", "failure_type", "failure_subtype", "root_cause", "question", "context", "failure_context",
+        "before", "after", "outcome", "error"))
+    return ["""CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+            f"""CREATE TABLE patterns (
+            id {identity},
+            kind TEXT NOT NULL,
+            failure_type TEXT NOT NULL,
+            root_cause TEXT NOT NULL,
+            UNIQUE (kind, failure_type, root_cause))""",
+            f"""CREATE TABLE variants (
+            id {identity},
+            pattern_id {integer} NOT NULL REFERENCES patterns(id),
+            transition_key TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            polarity TEXT NOT NULL CHECK (polarity IN ('+', '-')),{texts}
+            signatures TEXT NOT NULL{counters})""",
+            f"""CREATE TABLE episodes (
+            id {identity},
+            episode_id TEXT NOT NULL UNIQUE,
+            variant_id {integer} REFERENCES variants(id),
+            source_query TEXT NOT NULL,
+            source_pos {integer} NOT NULL,
+            namespace TEXT NOT NULL,
+            method TEXT NOT NULL,
+            final_outcome TEXT,
+            n_attempts INTEGER NOT NULL)""",
+            """CREATE INDEX episodes_by_variant ON episodes (variant_id)"""]
+
+
 def v5_migration(identity: str, integer: str) -> list[str]:
     """Store schema v5 in a backend's types (``identity``: its auto-numbered key): the lifecycle log
     (forget and correct, append-only: the tombstones the mirror and the index catch up on), the

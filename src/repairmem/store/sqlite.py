@@ -33,56 +33,14 @@ from ..types import COUNTER_NAMES, Counters, MemoryVariant, Outcome, Polarity, P
 from .mirror import Mirror as _Mirror
 from .mirror import paused_gc
 from .protocol import Embedder
-from .sqlbase import V7_MIGRATION, v5_migration, v6_sqlite_migration, SQLStoreBase
+from .sqlbase import V7_MIGRATION, v1_migration, v5_migration, v6_sqlite_migration, SQLStoreBase
 
 APPLICATION_ID = 0x52504D4D  # "RPMM": marks a file as a repairmem store
 
 # Each migration is a list of statements applied in one transaction; the index + 1 is the version
 # it brings the store to. Append only: never edit a migration that has shipped.
 MIGRATIONS: list[list[str]] = [
-    [
-        """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
-        """CREATE TABLE patterns (
-            id INTEGER PRIMARY KEY,
-            kind TEXT NOT NULL,
-            failure_type TEXT NOT NULL,
-            root_cause TEXT NOT NULL,
-            UNIQUE (kind, failure_type, root_cause))""",
-        """CREATE TABLE variants (
-            id INTEGER PRIMARY KEY,
-            pattern_id INTEGER NOT NULL REFERENCES patterns(id),
-            transition_key TEXT NOT NULL UNIQUE,
-            kind TEXT NOT NULL,
-            polarity TEXT NOT NULL CHECK (polarity IN ('+', '-')),
-            namespace TEXT NOT NULL,
-            failure_type TEXT NOT NULL,
-            failure_subtype TEXT NOT NULL,
-            root_cause TEXT NOT NULL,
-            question TEXT NOT NULL,
-            context TEXT NOT NULL,
-            failure_context TEXT NOT NULL,
-            before TEXT NOT NULL,
-            after TEXT NOT NULL,
-            outcome TEXT NOT NULL,
-            error TEXT NOT NULL,
-            signatures TEXT NOT NULL,
-            uses INTEGER NOT NULL DEFAULT 0,
-            accepted INTEGER NOT NULL DEFAULT 0,
-            rejected INTEGER NOT NULL DEFAULT 0,
-            verified INTEGER NOT NULL DEFAULT 0,
-            false_positives INTEGER NOT NULL DEFAULT 0)""",
-        """CREATE TABLE episodes (
-            id INTEGER PRIMARY KEY,
-            episode_id TEXT NOT NULL UNIQUE,
-            variant_id INTEGER REFERENCES variants(id),
-            source_query TEXT NOT NULL,
-            source_pos INTEGER NOT NULL,
-            namespace TEXT NOT NULL,
-            method TEXT NOT NULL,
-            final_outcome TEXT,
-            n_attempts INTEGER NOT NULL)""",
-        """CREATE INDEX episodes_by_variant ON episodes (variant_id)""",
-    ],
+    v1_migration("INTEGER PRIMARY KEY", "INTEGER"),   # v1: meta, patterns, variants, episodes
     [   # v2: dense vectors stored with their memory, one row per (variant, encoder)
         """CREATE TABLE embeddings (
             variant_id INTEGER NOT NULL REFERENCES variants(id),

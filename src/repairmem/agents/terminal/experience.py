@@ -41,16 +41,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from ...domains import RetrievalConfig, RetrievalQuery, Situation, TerminalDomain, TerminalFailure
+from ...domains import RetrievalConfig, RetrievalQuery, Shown, Situation, TerminalDomain, TerminalFailure
 from ...domains import terminal_memory_fields
-from ...domains.terminal import show_payload
 from ...check import check_bool
 from ...errors import InvalidInputError
 from ...files import packed, read_jsonl_lines
 from ...memory import Memory, Recall
 from ...types import Attempt, Episode, MemoryVariant
+from ...untrusted import untrusted
 from .actions import clip
 from .config import ATTEMPTS_FILE, RUN_FILE
 from .grounding import failure_tail
@@ -68,22 +68,36 @@ FACT_CHARS = 160
 @dataclass(frozen=True)
 class HintQuery:
     """What the agent looks for: its own query text (the step's context), in its project, for its
-    task (the instruction); nothing failed."""
+    task (the instruction); nothing failed. ``representation``: how a found step is shown (the
+    ladder's ``MemorySetting.representation``)."""
 
     text: str
     project: str = ""
     task: str = ""
+    representation: str = "compact"
+
+
+@dataclass(frozen=True)
+class HintSituation(Situation):
+    """A hint's situation: what ``ExperienceDomain.show`` needs of the asking task besides where it is."""
+
+    project: str = ""
+    representation: str = "compact"
 
 
 class ExperienceDomain(TerminalDomain):
     """The terminal agent's hint query as a domain: diagnosed as the terminal classifier reads the
     query text as a log, retrieved with the text alone inside the query's project (every project
-    with ``cross_project``), judged by a gate by its task (``Situation.task``), shown as the gate's
-    payload; it owns no memories of its own (``finalize`` is the terminal one)."""
+    with ``cross_project``), judged by a gate by its task (``Situation.task``), shown as the hint the
+    model reads (``hint``: the one rendering, whose tokens the gate charges); it owns no memories of
+    its own (``finalize`` is the terminal one). ``trajectory``: a step's trajectory, for the local
+    window representation (``Experience.trajectory_of``)."""
 
-    def __init__(self, *, cross_project: bool = False) -> None:
+    def __init__(self, *, cross_project: bool = False,
+                 trajectory: Callable[[ExperienceStep], list[ExperienceStep]] | None = None) -> None:
         check_bool(cross_project, "cross_project", where="ExperienceDomain")
         super().__init__(retrieval=EXPERIENCE_CROSS_PROJECT if cross_project else EXPERIENCE)
+        object.__setattr__(self, "trajectory", trajectory)
 
     def accepts(self, failure) -> bool:
         return isinstance(failure, HintQuery)
@@ -92,14 +106,24 @@ class ExperienceDomain(TerminalDomain):
         return super().diagnose(TerminalFailure(command="", log=failure.text))
 
     def situation(self, failure: HintQuery, *, namespace: str | None, default: str) -> Situation:
-        return Situation(namespace or failure.project or default, lead_evidence=True, task=failure.task)
+        return HintSituation(namespace or failure.project or default, lead_evidence=True, task=failure.task,
+                             project=failure.project, representation=failure.representation)
 
     def query(self, failure: HintQuery, diagnosis, *, position: int, query_id: str, namespace: str) -> RetrievalQuery:
         return RetrievalQuery(question=failure.text, current="", failure_type="", position=position,
                               query_id=query_id, namespace=namespace, kind="terminal")
 
     def show(self, action: str, payload, positives, negatives, situation: Situation):
-        return show_payload(payload, positives, negatives)
+        if not positives:
+            return Shown()
+        block = self.hint(_view(positives[0]), situation)
+        return Shown(tuple(positives[:1]), (), block, (block,))
+
+    def hint(self, step: "ExperienceStep", situation: Situation) -> str:
+        """The hint block of ``step`` for the task of ``situation`` (a ``HintSituation``)."""
+        body = render_hint_body(step, situation.representation, trajectory=self.trajectory,
+                                project=situation.project, instruction=situation.task)
+        return f"<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>"
 
     def parse(self, obj, *, verb: str):
         raise InvalidInputError(f"{verb}: the terminal agent's hint queries have no JSON form")
@@ -258,6 +282,7 @@ class Found:
     step: ExperienceStep
     score: float
     recall: Recall
+    text: str = ""         # its hint block: what the prompt shows (``Recall.text`` when the recall showed it)
 
     @property
     def allowed(self) -> bool:
@@ -292,10 +317,13 @@ class Experience:
         memory = Memory.open(path, encoder=encoder, policy=policy, audit=audit if policy else False,
                              ledger="process", resume=resume, policy_params=dict(AUTONOMOUS_RSCB_PARAMS)
                              if policy == "rscb_mc" else None,
-                             domains=(ExperienceDomain(cross_project=cross_project), TerminalDomain()))
+                             domains=(ExperienceDomain(cross_project=cross_project,
+                                                       trajectory=lambda step: experience.trajectory_of(step)),
+                                      TerminalDomain()))
         if policy is not None:
             memory.forget_sessions(keep=keep_sessions)
-        return cls(memory)
+        experience = cls(memory)
+        return experience
 
     @property
     def gated(self) -> bool:
@@ -346,17 +374,20 @@ class Experience:
                 "steps": steps, "records": len(records)}
 
     def nearest(self, query: str, *, task_id: str, position: int, session: str = "", project: str = "",
-                task: str = "", step: int | None = None) -> Found | None:
+                task: str = "", step: int | None = None, representation: str = "compact") -> Found | None:
         """The step most similar to ``query`` that the task (``task_id``, its instruction ``task``, in
-        ``project``) may see at ``position``, due at ``step`` (``Found``), or None."""
-        text = query or "(no output yet)"
-        recall = self.memory.recall(HintQuery(text, project, task), query_id=task_id, position=position,
-                                    session=session or task_id, step=step)
+        ``project``) may see at ``position``, due at ``step``, shown as ``representation`` (``Found``),
+        or None. A hint the gate refused is rendered all the same (the record keeps what was refused)."""
+        asked = HintQuery(query or "(no output yet)", project, task, representation)
+        recall = self.memory.recall(asked, query_id=task_id, position=position, session=session or task_id, step=step)
         if not recall.candidates:      # nothing to decide about: the recall is closed at once
             self.memory.feedback(recall.id)
             return None
-        best = recall.candidates[0]
-        return Found(_view(best.memory), float(best.dense), recall)
+        best = _view(recall.candidates[0].memory)
+        domain = self.memory.domains[0]
+        text = recall.text if recall.injected else domain.hint(best, domain.situation(asked, namespace=None,
+                                                                                      default=""))
+        return Found(best, float(recall.candidates[0].dense), recall, text)
 
     def feedback(self, found: Found, *, shown: bool, passed: bool) -> float:
         """The attempt's verified outcome as the gate's reward for one due hint (gated only):
@@ -385,7 +416,8 @@ def hint_context(context: str) -> str:
     return f"The previous command {failed[0]}; its last lines: {failed[1]}" if failed else context
 
 
-def render_hint_body(step: ExperienceStep, representation: str, experience: Experience | None = None, *,
+def render_hint_body(step: ExperienceStep, representation: str, *,
+                     trajectory: Callable[[ExperienceStep], list[ExperienceStep]] | None = None,
                      project: str | None = None, instruction: str | None = None) -> str:
     """The hint's body in one of the ladder's representations (compact, full step, local window).
 
@@ -418,9 +450,9 @@ def render_hint_body(step: ExperienceStep, representation: str, experience: Expe
         return (f"Task: {clip(step.goal, 600)}\nContext: {clip(step.context, 800)}\n"
                 f"Reasoning: {clip(step.reasoning, 400, one_line=True)}\nCommand: {step.command}\n"
                 f"Output: {clip(step.output, 800)}")
-    trajectory = experience.trajectory_of(step) if experience is not None else [step]
-    i = next((i for i, s in enumerate(trajectory) if s.step == step.step), 0)
+    steps = trajectory(step) if trajectory is not None else [step]
+    i = next((i for i, s in enumerate(steps) if s.step == step.step), 0)
     lines = [f"Task: {clip(step.goal, 300, one_line=True)}"]
-    for s in trajectory[max(0, i - 1): i + 2]:
+    for s in steps[max(0, i - 1): i + 2]:
         lines.append(f"$ {s.command}\n{clip(s.output, 300)}")
     return "\n".join(lines)

@@ -61,4 +61,9 @@ def build_query(kind: str, instruction: str, last_reasoning: str, steps: Sequenc
 
 
 def hint_message(body: str) -> str:
-    return f"{HINT_HEADER}\n<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>\n{HINT_FOOTER}"
+    return framed_hint(f"<<<MEMORY 1>>>\n{untrusted(body)}\n<<<END MEMORY 1>>>")
+
+
+def framed_hint(block: str) -> str:
+    """The user turn that carries a hint block (``ExperienceDomain.hint``: what the gate charged)."""
+    return f"{HINT_HEADER}\n{block}\n{HINT_FOOTER}"

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from ...check import check_int, check_number
+from ...check import check_int, check_number, plain_json
 from ...errors import CorruptStateError, InvalidInputError   # CorruptStateError: re-exported for the policies
 from ..actions import ACTION_INDEX, ACTIONS, INJECTS, N_ACTIONS, SAFETY_ORDER, Action
 from ..features import INDEX, N_FEATURES, validate
@@ -148,12 +148,12 @@ class Policy:
     # -- persistence ---------------------------------------------------------------------------
 
     def params(self) -> dict[str, Any]:
-        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: plain_json(getattr(self, f.name)) for f in fields(self)}
 
     def state(self) -> dict[str, Any]:
         out = {"t": self.t, "rng": self.rng.bit_generator.state}
         for key in self._state_keys:
-            out[key] = _jsonable(getattr(self, key))
+            out[key] = plain_json(getattr(self, key))
         return out
 
     def load_state(self, state: Mapping[str, Any], *, where: str = "policy state") -> None:
@@ -193,16 +193,6 @@ class Policy:
 
 
 ALL = tuple(range(N_ACTIONS))
-
-
-def _jsonable(value):
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (tuple, list)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, frozenset):
-        return sorted(value)
-    return value
 
 
 def _restore(value, template, where: str):

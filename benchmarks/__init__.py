@@ -1,0 +1,2 @@
+"""The measuring scripts (``python benchmarks/NAME.py``); the tests import the ones they check as
+``benchmarks.NAME``."""
