@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .addresses import redact
-from .cli_output import command as _command, describe, emit, verb_text
+from .cli_output import Progress, command as _command, describe, emit, verb_text
 from .cli_sql import sql_commands as _sql_commands
 from .errors import InvalidInputError, RepairmemError
 from .types import Outcome, Polarity, Scope
@@ -52,7 +52,7 @@ def cmd_memory_import(args):
     if args.encoder != "none":      # embedded now, in the import's transaction: never at the next open
         from .retrieval.encoders import resolve_encoder
         from .retrieval.texts import MemoryEmbedder
-        embedder = MemoryEmbedder(resolve_encoder(args.encoder))
+        embedder = MemoryEmbedder(resolve_encoder(args.encoder), on_progress=Progress(args, "embedding"))
         print(f"importing and embedding with {embedder.name} (the store's recalls must use it too)", file=sys.stderr)
     try:
         with _open(args.store, embedder=embedder) as store:
@@ -85,6 +85,14 @@ def cmd_memory_stats(args):
     with _open(args.store, read_only=True) as store:
         stats = inert(store.stats())      # its keys are stored labels: no turn marker leaves (as service.stats)
         emit(args, stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
+
+
+def cmd_memory_report(args):
+    from .bench.store_report import write_store_report
+    out = args.out or f"{args.store}.report"
+    metrics = write_store_report(args.store, out, audit_path=args.audit, window=args.window)
+    emit(args, metrics, lambda: (Path(out) / "report.md").read_text(encoding="utf-8").rstrip())
+    print(f"report written to {out} (report.md, report.html, report.json)", file=sys.stderr)
 
 
 def cmd_memory_candidates(args):
@@ -363,12 +371,20 @@ def _memory_commands(sub) -> None:
     p.add_argument("--store", required=True)
     p.add_argument("--encoder", default="default", help="embed the memories now with it (none: at the first open)")
     p.add_argument("files", nargs="+")
+    p.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a "
+                                                           "terminal (JSON lines with --json)")
     _domain_option(p)
     p = _command(memory, "export", cmd_memory_export, "export a store to DIR/positive.jsonl and DIR/negative.jsonl")
     p.add_argument("--store", required=True)
     p.add_argument("--out", required=True)
     p = _command(memory, "stats", cmd_memory_stats, "counts by polarity, type and namespace")
     p.add_argument("--store", required=True)
+    p = _command(memory, "report", cmd_memory_report, "a picture of what a store learned: memories per project and "
+                 "cause, what the gate told the agents, feedback, reuse across projects (Markdown, HTML, PNG)")
+    p.add_argument("--store", required=True)
+    p.add_argument("--audit", help="the gate's audit log (default: STORE.audit.db)")
+    p.add_argument("--out", help="the report's folder (default: STORE.report)")
+    p.add_argument("--window", type=int, default=20, help="decisions per point of the action-mix plot")
     p = _command(memory, "candidates", cmd_memory_candidates, "memories eligible for a query at a stream position")
     p.add_argument("--store", required=True)
     p.add_argument("--position", type=int, required=True)

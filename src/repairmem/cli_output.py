@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from typing import Any, Callable
 
 from .check import plain_json
@@ -84,6 +86,31 @@ def _memory_line(m: dict) -> str:
 
 def _history_line(h: dict) -> str:
     return f"{h.get('at', '')} {h.get('action', '')} by {h.get('actor', '')}: {h.get('reason', '')}"
+
+
+class Progress:
+    """A long job's progress on stderr: a bar on a terminal, a JSON line at most once a second (and
+    the last) under ``--json``, nothing on a pipe unless ``--progress`` asks. Call it with (done, total)."""
+
+    def __init__(self, args: argparse.Namespace, what: str) -> None:
+        self.what, self.json, self.bar, self.last = what, bool(args.json), None, 0.0
+        self.on = bool(getattr(args, "progress", False)) or sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.on:
+            return
+        if self.json:
+            now = time.monotonic()
+            if done >= total or now - self.last >= 1.0:
+                print(json.dumps({"progress": self.what, "done": done, "total": total}), file=sys.stderr, flush=True)
+                self.last = now
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, desc=self.what, file=sys.stderr, dynamic_ncols=True, disable=False)
+        self.bar.update(done - self.bar.n)
+        if done >= total:
+            self.bar.close()
 
 
 def command(parent, name: str, func, help: str) -> argparse.ArgumentParser:

@@ -66,6 +66,30 @@ def test_an_import_embeds_now_so_the_next_open_does_not(filled, tmp_path):
         assert store.vectors(name, later)[0] == []
 
 
+def test_an_import_reports_its_embedding_progress_only_when_asked_on_a_pipe(tmp_path):
+    """Issue 45, item 3: ``--progress`` under ``--json``: JSON lines on stderr, the last one done; on a
+    pipe without it, no progress line; stdout holds the one answer either way."""
+    from repairmem.store.jsonl import variant_to_record
+    from repairmem.types import MemoryVariant, Provenance
+    lines = [json.dumps(variant_to_record(MemoryVariant(
+        kind="terminal", polarity="+", namespace="p", failure_type="module_not_found", question=f"task {i}",
+        before=f"pytest t{i}", after=f".venv/bin/pytest t{i}", outcome="CORRECT",
+        provenance=(Provenance(f"q{i}", f"e{i}", i),)))) for i in range(600)]
+    (tmp_path / "positive.jsonl").write_text("\n".join(lines) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "repairmem", "memory", "import", "--store", tmp_path / "a.db",
+                           "--encoder", "hashing", "--json", "--progress", tmp_path / "positive.jsonl"],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["imported"] == 600
+    progress = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    assert progress and progress[-1] == {"progress": "embedding", "done": 600, "total": 600}
+    assert all(p["done"] <= p["total"] == 600 for p in progress)
+    quiet = subprocess.run([sys.executable, "-m", "repairmem", "memory", "import", "--store", tmp_path / "b.db",
+                            "--encoder", "hashing", "--json", tmp_path / "positive.jsonl"],
+                           capture_output=True, text=True, timeout=180)
+    assert quiet.returncode == 0 and not [line for line in quiet.stderr.splitlines() if line.startswith("{")]
+
+
 def test_an_import_saves_the_index_so_the_first_open_maps_it(tmp_path, monkeypatch):
     """A bulk import builds the retrieval index too: the next open maps it, nothing is rebuilt or embedded."""
     from repairmem.retrieval import index as index_module

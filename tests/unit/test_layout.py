@@ -40,7 +40,7 @@ ALLOWED = {
     "memory": BASE | {"gate", "retrieval", "store", "domains", "lifecycle", "recall"},   # knows no domain: dispatches to them
     "service": BASE | {"memory", "domains", "gate", "vocabulary"},             # JSON in and out of Memory, for the CLI and MCP
     "agents": BASE | {"memory", "domains", "sql", "llm"},        # memory only through Memory's verbs
-    "bench": BASE | MID | {"memory", "agents", "domains"},
+    "bench": BASE | MID | {"memory", "agents", "domains", "vocabulary"},
     "demo": BASE | {"classify", "llm", "sql", "memory", "agents", "bench", "domains"},   # the main job: the benchmark's loop, live
 }
 ANYTHING = {"cli", "cli_output", "cli_sql", "mcp_server", "__main__"}

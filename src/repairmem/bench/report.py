@@ -415,8 +415,14 @@ def _align(block: Block) -> str:
 
 def render_markdown(metrics: Mapping[str, Any], plots: Sequence[str] = PLOTS) -> str:
     """The report as Markdown; ``plots`` are the PNG names (next to the file) to link."""
+    return blocks_markdown(_document(metrics, plots))
+
+
+def blocks_markdown(blocks: Sequence[Block]) -> str:
+    """A document of blocks (``("h1"|"h2"|"p", text)``, ``("list", items)``, ``("table", headers, rows[,
+    align])``, ``("img", name, caption)``) as Markdown, each image linked as ``name.png`` beside it."""
     lines: list[str] = []
-    for block in _document(metrics, plots):
+    for block in blocks:
         kind = block[0]
         if kind == "h1":
             lines += [f"# {block[1]}", ""]
@@ -453,10 +459,14 @@ figcaption{font-size:.9em;color:#555;margin-bottom:1.5em}"""
 
 def render_html(metrics: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
     """The report as one self-contained HTML page; ``images`` are PNG bytes by plot name (embedded)."""
+    return blocks_html(_document(metrics, list(images)), images, "repairmem report: " + metrics["run"]["name"])
+
+
+def blocks_html(blocks: Sequence[Block], images: Mapping[str, bytes], title: str) -> str:
+    """A document of blocks (``blocks_markdown``) as one self-contained HTML page, images embedded."""
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{html.escape('repairmem report: ' + metrics['run']['name'])}</title>",
-             f"<style>{_CSS}</style></head><body>"]
-    for block in _document(metrics, list(images)):
+             f"<title>{html.escape(title)}</title>", f"<style>{_CSS}</style></head><body>"]
+    for block in blocks:
         kind = block[0]
         if kind in ("h1", "h2"):
             parts.append(f"<{kind}>{_inline(block[1])}</{kind}>")

@@ -17,7 +17,7 @@ is ranked against the current question, not against the failure.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -85,11 +85,23 @@ def query_text(question: str, current: str, failure_context: str, failure_type: 
 
 
 class MemoryEmbedder:
-    """Adapts an ``Encoder`` to the store's ``Embedder`` hook: embeds each memory's dense text."""
+    """Adapts an ``Encoder`` to the store's ``Embedder`` hook: embeds each memory's dense text, ``chunk``
+    at a time, telling ``on_progress(done, total)`` after each (a bulk import's progress)."""
 
-    def __init__(self, encoder) -> None:
-        self.encoder = encoder
-        self.name = encoder.name
+    def __init__(self, encoder, *, on_progress: Callable[[int, int], None] | None = None, chunk: int = 256) -> None:
+        self.encoder, self.name = encoder, encoder.name
+        self.on_progress, self.chunk = on_progress, chunk
 
     def embed(self, memories: Sequence[MemoryVariant]) -> np.ndarray:
-        return self.encoder.encode([dense_text(m) for m in memories])
+        texts = [dense_text(m) for m in memories]
+        if self.on_progress is None or len(texts) <= self.chunk:
+            out = self.encoder.encode(texts)
+        else:
+            parts = []
+            for start in range(0, len(texts), self.chunk):
+                parts.append(np.asarray(self.encoder.encode(texts[start:start + self.chunk]), dtype=np.float32))
+                self.on_progress(min(start + self.chunk, len(texts)), len(texts))
+            return np.concatenate(parts)
+        if self.on_progress is not None:
+            self.on_progress(len(texts), len(texts))
+        return out
