@@ -342,9 +342,14 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: error: {message}", self.format_usage())
 
 
+USER_DESCRIPTION = ("An experience memory for agents that repair their own failures: record what fixed a failure, "
+                    "recall it for the next one, let a gate decide whether it is worth showing. Every command "
+                    "takes --json; bad input exits with status 2 and a message naming what and where.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line, one stage per command group (in the order ``--help`` lists them)."""
-    parser = _Parser(prog="repairmem", description=__doc__)
+    parser = _Parser(prog="repairmem", description=USER_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"repairmem {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for stage in (_demo_command, _memory_commands, _mcp_command, _sql_commands, _gate_commands, _agent_commands,
@@ -366,7 +371,7 @@ def _demo_command(sub) -> None:
 
 def _memory_commands(sub) -> None:
     """``memory``: inspect and move stores; the memory verbs (record, recall, feedback, explain)."""
-    memory = sub.add_parser("memory", help="inspect and move memory stores").add_subparsers(dest="memory_cmd", required=True)
+    memory = sub.add_parser("memory", help="record, recall and tend memories: list, show, forget, correct, import, export, report").add_subparsers(dest="memory_cmd", required=True)
     p = _command(memory, "import", cmd_memory_import, "import positive.jsonl / negative.jsonl files (all or nothing)")
     p.add_argument("--store", required=True)
     p.add_argument("--encoder", default="default", help="embed the memories now with it (none: at the first open)")

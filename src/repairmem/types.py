@@ -306,11 +306,13 @@ class MemoryVariant:
 
     @property
     def consolidates(self) -> bool:
-        """Whether repeats of this memory merge by cause and fix rather than by failed step: a terminal
-        repair whose classifier named a known family and root cause (docs/design.md, "Consolidation").
-        The terminal agent's verified steps (``signatures`` has ``step``) are facts of one run, not
-        repairs, and an unknown cause says too little to stand for the failure: both keep the step."""
-        return (self.kind == "terminal" and "step" not in self.signatures and bool(self.root_cause)
+        """Whether repeats of this memory merge by cause and fix rather than by failed step: a repair
+        whose classifier named a known family and root cause (docs/design.md, "Consolidation"), of any
+        kind: a domain that wants repeats merged names the cause in ``root_cause`` (the terminal one
+        does; SQL keeps MERIT's sub-type in ``failure_subtype`` and its transitions apart). A verified
+        step of an agent (``signatures`` has ``step``) is a fact of one run, not a repair, and an unknown
+        cause says too little to stand for the failure: both keep the step."""
+        return ("step" not in self.signatures and bool(self.root_cause)
                 and "unknown" not in (self.failure_type, self.root_cause) and self.failure_type != ANSWER)
 
     @property
@@ -320,7 +322,7 @@ class MemoryVariant:
         memory that ``consolidates``, the root cause and the normalized fix stand for the transition:
         the failed command of a repeat (another test file) differs, its cause and fix do not."""
         if self.consolidates:
-            return "\x1f".join(("terminal-cause", self.namespace, self.polarity.value, self.failure_type,
+            return "\x1f".join((f"{self.kind}-cause", self.namespace, self.polarity.value, self.failure_type,
                                  self.root_cause, normalize_fix(self.after)))
         parts = (self.kind, self.namespace, self.polarity.value, self.failure_type,
                  normalize_step(self.kind, self.before), normalize_step(self.kind, self.after))

@@ -139,3 +139,17 @@ def test_the_mcp_road_publishes_the_domain_and_serves_it(tmp_path, monkeypatch):
     assert recorded["pattern"] == "web/element_missing/stale_selector"
     assert [c["id"] for c in got["candidates"]] == [recorded["memory_id"]] and fed["recorded"]
     assert "attempts[0].command does not fit kind 'web' (use action or text)" in bad
+
+
+def test_a_foreign_domain_that_names_the_cause_has_its_repeats_consolidated(tmp_path):
+    """Consolidation is a memory's own rule (``MemoryVariant.consolidates``: a named root cause), not the
+    terminal kind's: the web domain names one, so a repeat with another failed click and the same fix
+    merges into the first memory, its failed steps kept as ``seen``."""
+    with web_memory(tmp_path / "m.db") as memory:
+        first = memory.record(episode(0), verified=True)
+        repeat = Episode("web/1", "login-1", 1, "shop.example", "log in to the shop",
+                         (Attempt("click #sign-in", "EXECUTION_ERROR", "no such element: #sign-in"),
+                          Attempt("click #login", "CORRECT")), kind="web", finalized=True)
+        again = memory.record(repeat, verified=True)
+        assert again.id == first.id and again.support == 2 and len(memory) == 1
+        assert set(again.variants_seen) == {"click #signin", "click #sign-in"}

@@ -239,7 +239,7 @@ def test_memory_has_no_domain_branch():
 
 CORE = ("gate", "retrieval", "store", "memory", "service", "mcp_server", "cli", "types")
 # where a stored memory's kind still chooses a rule: a store computes identities without domains
-KIND_RULES = {"types.py:normalize_step", "types.py:consolidates"}
+KIND_RULES = {"types.py:normalize_step"}
 
 
 def _kind_comparisons(path: Path) -> list[str]:
@@ -263,8 +263,8 @@ def _kind_comparisons(path: Path) -> list[str]:
 
 def test_the_core_compares_no_kind():
     """Issue 46: what differs between kinds reaches the core through a domain (its ``Evidence``, its
-    ``schema`` and ``step``); no module of the core compares anything with a kind's name but the two
-    identity rules of ``KIND_RULES``, and none imports a classifier."""
+    ``schema`` and ``step``); no module of the core compares anything with a kind's name but the
+    identity rule of ``KIND_RULES`` (SQL's text form), and none imports a classifier."""
     found, imports, graph = [], [], _graph()
     for name, path in _modules().items():
         if _layer(name) not in CORE:

