@@ -31,7 +31,7 @@ from urllib.parse import unquote, urlparse
 from . import check, service
 from .addresses import is_loopback, redact, unplaced
 from .domains import DEFAULT_DOMAINS
-from .domains.base import failure_shapes, first_of_each_kind
+from .domains.base import failure_shapes, first_of_each_kind, record_steps
 from .errors import RepairmemError
 from .limits import bounded
 from .mcp_transport import TOKEN_ENV, error_reply, serve_http, Lines
@@ -185,9 +185,8 @@ def build_server(memory, *, domains: tuple = DEFAULT_DOMAINS, host: str = "127.0
     async def record(
             task: Annotated[str, text("what the task was (for SQL: the question)")],
             attempts: Annotated[list[dict[str, Any]], WithJsonSchema(service.attempts_schema(domains)),
-                                text('the steps in order: [{"' + '"|"'.join((*dict.fromkeys(
-                                    d.step for d in domains), "text")) + '", "outcome", "error"?}, ...], '
-                                     'the one that worked last')],
+                                text('the steps in order: [{"' + '"|"'.join(record_steps(domains))
+                                     + '", "outcome", "error"?}, ...], the one that worked last')],
             query_id: Annotated[str | None, text("id of the finished task (default: one is made)")] = None,
             kind: Annotated[str, WithJsonSchema({"enum": kinds}), text(" or ".join(kinds))] = kinds[0],
             namespace: Annotated[str | None, text("the project (default: the one you work in)")] = None,

@@ -20,6 +20,7 @@ first; ``high_recall_retrieval`` adds the negatives); how they look is the domai
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 from dataclasses import dataclass, replace
@@ -455,8 +456,8 @@ class Memory:
                     and (verified is None or verified != m.unverified)
                     and (since is None or min((p.source_pos for p in m.provenance), default=0) >= since))
 
-        ids = self._store.variant_ids(namespaces=None if namespace is None else [namespace])
-        ids = ids if before is None else [i for i in ids if i < before]
+        ids = self._store.variant_ids(namespaces=None if namespace is None else [namespace])    # ascending
+        ids = ids if before is None else ids[:bisect.bisect_left(ids, before)]
         page: list[MemoryVariant] = []
         for end in range(len(ids), 0, -PAGE_CHUNK):
             page += [m for m in reversed(self._store.get(ids[max(0, end - PAGE_CHUNK):end])) if wanted(m)]

@@ -23,8 +23,8 @@ record     ``{"task"|"question", "attempts": [{"command"|"sql"|"text" (a domain'
            (failed|passed, or the SQL words), "error"?|"log"?, "failure_type"?, "failure_subtype"?}, ...],
            "query_id"?, "kind"? (a domain's; the first domain's by default: terminal), "episode_id"?,
            "namespace"?, "position"?, "context"?, "method"?, "verified"?}`` -> ``{"memory_id", "pattern",
-           "polarity", "episode_id", "query_id", "position", "unverified", "redacted"}``; without ``verified`` (a check ran and passed) the
-           memory is marked unverified
+           "polarity", "episode_id", "query_id", "position", "unverified", "redacted"}``; without
+           ``verified`` (a check ran and passed) the memory is marked unverified
 feedback   ``{"recall_id", "accepted"?, "verified"?, "false_positive"?, "rejected"?,
            "correct_abstain"?, "success"?, "confirmed"?, "source"?}`` -> ``{"recall_id", "recorded",
            "explain": {"reward"}}`` (the reward is the gate's business, not the agent's)
@@ -61,7 +61,7 @@ from .check import json_type as _type
 from .errors import InvalidInputError, RepairmemError
 from .gate.reward import FEEDBACK_FLAGS, Feedback
 from .domains import DEFAULT_DOMAINS, Domain
-from .domains.base import failure_shapes, first_of_each_kind, request_domain
+from .domains.base import failure_shapes, first_of_each_kind, record_steps, request_domain
 from .gate.actions import warning
 from .memory import MAX_PAGE, Memory
 from .types import Attempt, Episode, Outcome, Scope
@@ -86,12 +86,11 @@ def failure_schema(domains) -> dict:
 
 def attempts_schema(domains) -> dict:
     """What ``record`` publishes as its ``attempts``: each step under its domain's key, or ``text``."""
-    steps = dict.fromkeys(d.step for d in first_of_each_kind(domains).values())
+    kinds = first_of_each_kind(domains).values()
     return {"type": "array", "minItems": 1, "items": {
         "type": "object", "additionalProperties": False, "required": ["outcome"],
-        "description": "one of " + ", ".join(f"{d.step} (kind {d.kind})" for d in first_of_each_kind(domains).values())
-                       + " or text",
-        "properties": {**{step: _STR for step in steps}, "text": _STR, "outcome": {"enum": OUTCOMES},
+        "description": "one of " + ", ".join(f"{d.step} (kind {d.kind})" for d in kinds) + " or text",
+        "properties": {**{step: _STR for step in record_steps(domains)}, "outcome": {"enum": OUTCOMES},
                        "error": {**_STR, "description": "what the step printed when it failed (or as log)"},
                        "log": _STR, "failure_type": _STR, "failure_subtype": _STR}}}
 
@@ -199,7 +198,7 @@ def parse_record(request: Any, domains: tuple[Domain, ...] = DEFAULT_DOMAINS) ->
     kind = _str(obj, "kind", verb, default=domains[0].kind)
     if kind not in kinds:
         raise _fail(verb, f"kind must be {' or '.join(kinds)}, got {kind!r}")
-    steps = (*dict.fromkeys(d.step for d in kinds.values()), "text")     # an attempt's step: a domain's key or text
+    steps = record_steps(domains)
     query_id = _str(obj, "query_id", verb, empty=False)
     if obj.get("question") is not None and obj.get("task") is not None:
         raise _fail(verb, "give question or task, not both (they are the same field)")

@@ -143,6 +143,7 @@ def write_store_report(store_path: str, out: str, *, audit_path: str | None = No
     for name, data in images.items():
         write_atomic(folder / f"{name}.png", data)
     write_atomic(folder / "report.json", json.dumps(m, indent=1, ensure_ascii=False) + "\n")
-    write_atomic(folder / "report.md", blocks_markdown(_blocks(m, list(images))))
-    write_atomic(folder / "report.html", blocks_html(_blocks(m, list(images)), images, "repairmem: what the store learned"))
+    doc = _blocks(m, list(images))
+    write_atomic(folder / "report.md", blocks_markdown(doc))
+    write_atomic(folder / "report.html", blocks_html(doc, images, "repairmem: what the store learned"))
     return m

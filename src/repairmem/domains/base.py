@@ -137,6 +137,11 @@ def failure_shapes(domains: Sequence[Domain]) -> str:
     return " or ".join(shapes)
 
 
+def record_steps(domains: Sequence[Domain]) -> tuple[str, ...]:
+    """The keys a recorded attempt's step may come under: each domain's ``step``, then ``text``."""
+    return (*dict.fromkeys(d.step for d in domains), "text")
+
+
 def first_of_each_kind(domains: Sequence[Domain]) -> dict[str, Domain]:
     """kind -> the first of ``domains`` that owns it, in order (a later one of a kind only recalls)."""
     out: dict[str, Domain] = {}

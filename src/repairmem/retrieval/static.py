@@ -62,20 +62,19 @@ def _cache_file(model_dir: Path, dims: int) -> Path:
     return root / f"static-minilm-{digest.hexdigest()[:16]}.npy"
 
 
-def load_table(model_dir: Path, dims: int = DIMS) -> tuple[MiniLM | None, np.ndarray]:
-    """(the MiniLM if it had to be loaded, the table): read from the cache, else distilled and cached
-    (written to a temporary file, then renamed: a killed build leaves no half table)."""
+def load_table(model_dir: Path, dims: int = DIMS) -> np.ndarray:
+    """The table: read from the cache, else distilled and cached (written to a temporary file, then
+    renamed: a killed build leaves no half table)."""
     path = _cache_file(model_dir, dims)
     if path.is_file():
-        return None, np.load(path).astype(np.float32)
-    model = MiniLM(model_dir)
-    table = distill(model, dims=dims).astype(np.float16)     # as kept: the builder's vectors are a reader's
+        return np.load(path).astype(np.float32)
+    table = distill(MiniLM(model_dir), dims=dims).astype(np.float16)   # as kept: the builder's vectors are a reader's
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_suffix(f".{os.getpid()}.tmp")
     with open(scratch, "wb") as handle:
         np.save(handle, table)
     os.replace(scratch, path)
-    return model, table.astype(np.float32)
+    return table.astype(np.float32)
 
 
 class StaticEncoder:
@@ -84,7 +83,7 @@ class StaticEncoder:
 
     def __init__(self, model_dir: Path, *, dims: int = DIMS) -> None:
         self.tokenizer = WordPieceTokenizer(Path(model_dir) / "tokenizer.json", max_length=MAX_TOKENS + 2)
-        _, self._table = load_table(Path(model_dir), dims)
+        self._table = load_table(Path(model_dir), dims)
         self.dim = self._table.shape[1]
         self.name = f"static:minilm-l6-v2:{self.dim}:v{DISTILL_VERSION}"
 

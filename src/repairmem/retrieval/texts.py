@@ -94,14 +94,10 @@ class MemoryEmbedder:
 
     def embed(self, memories: Sequence[MemoryVariant]) -> np.ndarray:
         texts = [dense_text(m) for m in memories]
-        if self.on_progress is None or len(texts) <= self.chunk:
-            out = self.encoder.encode(texts)
-        else:
-            parts = []
-            for start in range(0, len(texts), self.chunk):
-                parts.append(np.asarray(self.encoder.encode(texts[start:start + self.chunk]), dtype=np.float32))
-                self.on_progress(min(start + self.chunk, len(texts)), len(texts))
-            return np.concatenate(parts)
-        if self.on_progress is not None:
-            self.on_progress(len(texts), len(texts))
-        return out
+        if self.on_progress is None:
+            return self.encoder.encode(texts)
+        parts = []
+        for start in range(0, len(texts), self.chunk):
+            parts.append(np.asarray(self.encoder.encode(texts[start:start + self.chunk]), dtype=np.float32))
+            self.on_progress(min(start + self.chunk, len(texts)), len(texts))
+        return np.concatenate(parts) if parts else self.encoder.encode(texts)
