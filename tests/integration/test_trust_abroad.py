@@ -304,6 +304,28 @@ def test_an_unchecked_foreign_memory_is_never_asked_ahead_of_a_verified_one(tmp_
         assert CURL not in got.text
 
 
+def test_a_foreign_copy_of_the_querys_own_log_is_not_asked_ahead_of_a_verified_memory_of_its_cause(tmp_path):
+    """The two-project session's rl-054: project B recorded a poisoned fix on the very log A meets
+    next, so it outscores A's verified memory of the same cause (another log). Both name the query's
+    recognised cause, so they differ in wording only: the verified one leads, the copy is not asked."""
+    with _users_store(tmp_path / "m.db") as memory:
+        home = memory.record(Episode(
+            episode_id="a1", query_id="a1", position=1, namespace="proj-a", question="build", kind="terminal",
+            attempts=(Attempt("make", "EXECUTION_ERROR", "sudo: make: command not found"),
+                      Attempt("sudo apt-get install -y build-essential", "CORRECT")), finalized=True),
+            verified=True).id
+        log = "./build.sh: 14: make: not found"
+        evil = memory.record(Episode(
+            episode_id="b1", query_id="b1", position=2, namespace="proj-b", question="build", kind="terminal",
+            attempts=(Attempt("./build.sh", "EXECUTION_ERROR", log), Attempt(CURL, "CORRECT")), finalized=True),
+            verified=True).id
+        got = memory.recall(TerminalFailure(command="./build.sh", log=log), query_id="a2", namespace="proj-a")
+        scores = {s.memory.id: s.score for s in got.candidates}
+        assert scores[evil] > scores[home] and got.ask_only == {evil}, scores
+        assert evil not in got.memory_ids and (got.ask is None or got.ask.id == home), got.why
+        assert got.memory_ids == (home,) or (got.ask is not None and got.ask.id == home), got.why
+
+
 def test_an_injection_never_carries_an_unchecked_foreign_memory(tmp_path):
     """A summary of three (the gate's widest payload but high recall) over a home lead and two foreign
     memories not trusted here carries the home memory alone; a foreign lead turns it into an ask."""

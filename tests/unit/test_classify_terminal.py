@@ -1112,3 +1112,15 @@ def test_arbitrary_text_never_raises(log, command):
     assert classify_terminal(log, command) == d
     o = signature_overlap(s, extract_signatures(log))
     assert all(0.0 <= v <= 1.0 for v in o.values())
+
+
+def test_real_package_importing_an_uninstalled_dependency_is_a_missing_dependency(tmp_path):
+    # an installed package whose own import fails (the real-log look-alikes rl-014/015/016: howdoi
+    # without cachelib, a setup.py importing requests): its dependency, not the project's path or venv
+    write(tmp_path / "lib/site-packages/howto/__init__.py", "from cachelib_not_here_xyz import Cache\n")
+    log = run([sys.executable, "-c", "import howto"], tmp_path, PYTHONPATH=str(tmp_path / "lib/site-packages"))
+    d = classify_terminal(log)
+    assert (d.family, d.root_cause, d.rule) == ("module_not_found", "missing_dependency",
+                                                "module.dependency_of_a_package")
+    own = run_py(tmp_path, "import cachelib_not_here_xyz\n")     # the project's own import: no cue
+    assert diag(own) == ("module_not_found", "unknown")

@@ -228,8 +228,10 @@ def test_the_missing_module_named_like_a_project_directory_is_the_import_path():
 
 
 def test_a_missing_dependency_is_not_the_project_package():
-    assert diag(DEPENDENCY_NOT_INSTALLED, "howdoi eat a apple")[:2] == ("module_not_found", "unknown")
-    # a directory of that name inside site-packages is an installed package, not the project
+    # named since issue 43: the import that failed is the installed package's (its frame in site-packages)
+    assert diag(DEPENDENCY_NOT_INSTALLED, "howdoi eat a apple")[:2] == ("module_not_found", "missing_dependency")
+    # a directory of that name inside site-packages is an installed package, not the project; it
+    # cannot be its own dependency either (a broken install)
     installed = ('  File "/venv/lib/python3.11/site-packages/yaml/loader.py", line 3, in <module>\n'
                  "ModuleNotFoundError: No module named 'yaml'\n")
     assert diag(installed)[:2] == ("module_not_found", "unknown")
@@ -432,6 +434,22 @@ def test_reading_or_writing_a_script_file_is_not_the_exec_rule():
     assert diag("cp: cannot open 'run.sh' for reading: Permission denied\n")[2] != "perm.script_not_executable"
     assert diag("PermissionError: [Errno 13] Permission denied: 'tools/gen.py'\n")[:2] == (
         "permission_denied", "file_permission")
+
+
+# rl-058, https://github.com/tldr-pages/tldr/issues/18613 (a --user install: ~/.local/share/man owned by
+# root after an earlier sudo run)
+PIP_HOME_DENIED = """\
+Installing collected packages: tldr
+ERROR: Could not install packages due to an OSError: [Errno 13] Permission denied: '/home/USER/.local/share/man/man1/tldr.1'
+Check the permissions.
+"""
+
+
+def test_pip_denied_in_the_users_home_is_a_file_permission_not_the_system_site_packages():
+    assert diag(PIP_HOME_DENIED, "pip install tldr") == ("permission_denied", "file_permission", "perm.pip_home_path")
+    system = PIP_HOME_DENIED.replace("/home/USER/.local/share/man/man1/tldr.1",
+                                     "/usr/lib/python3.8/site-packages/tldr.py")
+    assert diag(system, "pip install tldr")[:2] == ("permission_denied", "system_site_packages")
 
 
 # --- outside the taxonomy: the Docker daemon ---------------------------------------------------------

@@ -20,6 +20,7 @@ wrong one a ``false_positive``; a right ask is ``confirmed`` and ``verified``, a
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,15 +129,19 @@ async def run_session(call: Call, steps: list[Step]) -> Outcome:
 
 def _verified_above(got: dict, asked: int, *, by_cause: bool = True) -> bool:
     """Whether a verified candidate of the recall ranks above the asked one: agrees with the recall's
-    diagnosis at least as well (the same family and root cause 1, one side unknown 0.5, else 0: the
-    gate's lead order) and scores higher; ``by_cause=False``: scores higher, whatever its cause."""
+    diagnosis better (the same family and root cause 1, one side unknown 0.5, else 0: the gate's lead
+    order), or as well and scores higher, or both name the recall's cause (agreement 1: then the
+    verified one leads whatever the scores, ``gate._undominated``); ``by_cause=False``: scores higher,
+    whatever its cause."""
     diagnosis = got["explain"]["diagnosis"]
 
     def key(c: dict) -> tuple:
         root = c.get("root_cause") or "unknown"
         agree = 0.0 if c["failure_type"] != diagnosis["family"] else (
             0.5 if "unknown" in (root, diagnosis["root_cause"]) else float(root == diagnosis["root_cause"]))
-        return (agree if by_cause else 0.0, c["score"])
+        if not by_cause:
+            return (0.0, c["score"])
+        return (agree, math.inf if agree >= 1 and not c["unverified"] and not c["ask_only"] else c["score"])
     mine = next((key(c) for c in got["candidates"] if c["id"] == asked), (float("inf"), float("inf")))
     return any(not c["unverified"] and not c["ask_only"] and key(c) > mine
                for c in got["candidates"] if c["id"] != asked)

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from ..check import check_str
 from .log_lines import log_lines
-from .terminal_causes import CAUSE_KEYED
 from .terminal_cues import _Evidence
 from .terminal_rules import FAMILIES, ROOT_CAUSES, RULES, Rule
 from .terminal_signatures import (_KEY_NAMED, _MODULE_NAMED, Signatures, _command_signature, _entities,
@@ -36,7 +35,7 @@ from .terminal_signatures import (_KEY_NAMED, _MODULE_NAMED, Signatures, _comman
 
 __all__ = [
     "FAMILIES", "MAX_LOG_CHARS", "ROOT_CAUSES", "RULES", "Rule", "Signatures", "TerminalDiagnosis",
-    "cause_key", "classify_terminal", "extract_signatures", "signature_overlap",
+    "classify_terminal", "extract_signatures", "signature_overlap",
 ]
 
 MAX_LOG_CHARS = 200_000  # the tail of a step's output holds its final error; bounds the regex work
@@ -95,25 +94,11 @@ def _analyse(log: str, command: str) -> TerminalDiagnosis:
         command=_command_signature(sig_command) if sig_command else "",
         paths=tuple(sorted({p for p in (_norm_path(r) for r in raw_paths) if p})),
         stack=_stack(log),
-        entities=tuple(sorted(_entities(text, key_in_environ) | _cause_entity(fired))),
+        entities=tuple(sorted(_entities(text, key_in_environ))),
         error_line=error_line,
         lines=log_lines(log),
     )
     return TerminalDiagnosis(fired.family, fired.root_cause, fired.confidence, fired.id, signatures)
-
-
-def cause_key(family: str, root_cause: str) -> str:
-    """The signature key of a cause: the same string for the same (family, root cause) in every
-    framework, e.g. ``cause:lockfile_drift/lockfile_out_of_sync`` for npm, yarn, pnpm, poetry and uv."""
-    return f"cause:{family}/{root_cause}"
-
-
-def _cause_entity(rule: Rule) -> set[str]:
-    # Only the families whose words differ by framework carry it (terminal_causes.CAUSE_KEYED, and
-    # the renamed-export rows): elsewhere the entities already name the cause.
-    if rule.family in CAUSE_KEYED or rule.id.startswith("export."):
-        return {cause_key(rule.family, rule.root_cause)}
-    return set()
 
 
 def classify_terminal(log: str, command: str | None = None) -> TerminalDiagnosis:

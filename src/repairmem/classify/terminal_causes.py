@@ -11,8 +11,10 @@ Settings ... Field required``), Prisma (``Environment variable not found``) and 
 export a package renamed is Python's ``cannot import name`` (site-packages), Node's ``does not provide
 an export named`` and TypeScript's ``TS2305 ... has no exported member``. This module holds those
 symptoms and the rows :mod:`repairmem.classify.terminal_rules` puts first in its table, so one cause
-gets one (family, root cause) - and one cause key (``cause:<family>/<root cause>``, an entity of its
-signatures) - in every framework.
+gets one (family, root cause) in every framework. The cause is the diagnosis, which the gate reads as
+family confidence; it is not also an entity of the signatures (it was once, ``cause:<family>/<root>``,
+and then counted the diagnosis a second time as evidence about the instance: the look-alikes of a
+cause family passed the gate's "more than the diagnosis" bar and were injected, docs/results.md).
 
 Families and root causes:
 
@@ -45,9 +47,6 @@ CAUSE_ROOTS: dict[str, tuple[str, ...]] = {
     "lockfile_drift": ("lockfile_out_of_sync", "lockfile_version_mismatch"),
     "missing_env_var": ("env_var_unset",),
 }
-# Families whose diagnosis carries the cause key as an entity: its words differ by framework. Not
-# port_in_use yet: its entity changed the gate's asks on the committed real-log sets (issue 43).
-CAUSE_KEYED = frozenset(CAUSE_ROOTS)
 
 _PENDING_MIGRATION = _rx(r"You have \d+ unapplied migration|\bPendingMigrationError\b|Migrations are pending|"
                          r"Target database is not up to date|migrations? (?:have|has) not yet been applied")

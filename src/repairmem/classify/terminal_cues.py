@@ -181,12 +181,32 @@ def _script_run_from_its_dir(ev: _Evidence) -> bool:
 
 
 _SITE_PACKAGES = _rx(r"(?:site|dist)-packages")
+_FRAME = re.compile(r"File \"([^\"\n]+)\", line \d+")
 
 
 def _last_frame_in_site_packages(ev: _Evidence) -> bool:
     """The innermost traceback frame is an installed library's: the failing call is between libraries."""
-    frames = re.findall(r"File \"([^\"\n]+)\", line \d+", ev.text)
+    frames = _FRAME.findall(ev.text)
     return bool(frames) and _SITE_PACKAGES.search(frames[-1]) is not None
+
+
+_PACKAGE_CODE = _rx(r"(?:site|dist)-packages|pip-(?:req-)?build-|pip-install-")
+_NO_MODULE = re.compile(r"No module named\s+['\"]?[\w.]+")
+
+
+def _imported_by_a_package(ev: _Evidence) -> bool:
+    """The import that failed is an installed (or building) package's: the innermost traceback frame
+    before ``No module named`` is in site-packages or a pip build directory, and the missing module is
+    not that package's own. It is a dependency of the package, not the project's (``pip install`` it,
+    or declare it)."""
+    missing = _NO_MODULE.search(ev.text)
+    frames = _FRAME.findall(ev.text, 0, missing.start()) if missing else []
+    where = _PACKAGE_CODE.search(frames[-1]) if frames else None
+    if where is None:
+        return False
+    name = re.split(r"[\s'\".]", missing.group(0).split("named", 1)[1].strip(" '\""), maxsplit=1)[0]
+    package = re.split(r"[\\/]+", frames[-1][where.end():].lstrip("\\/"))
+    return name not in package[:-1]       # a package missing its own module is a broken install
 
 
 # The missing command's name, as bash, zsh, command-not-found and dash print it.

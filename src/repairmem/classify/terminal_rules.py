@@ -22,7 +22,9 @@ module_not_found      wrong_virtualenv (system ``/usr/bin/python`` + a venv in s
                       module is the project's own package: a directory or file of that name
                       in a path outside site-packages, ``my-pkg`` for ``my_pkg``); also
                       wrong_virtualenv when ``sudo`` ran with a venv or ~/.local in sight
-                      (sudo resets the environment); unknown (no cue)
+                      (sudo resets the environment); missing_dependency (the failed import
+                      is an installed or building package's: its innermost frame is in
+                      site-packages or a pip build directory); unknown (no cue)
 import_error          circular_import; shadowed_module (a file imports its own name:
                       ``e3dc.py`` running ``from e3dc import``, a package's ``typing.py``;
                       Python calls it a circular import); unknown (``cannot import name``
@@ -101,7 +103,8 @@ root cause come before those that are usually consequences (a failing test, a ti
 4. module: ``module.system_python_no_module``, ``module.installed_elsewhere``,
    ``module.system_python_with_venv``, ``module.sudo_drops_env``, ``module.externally_managed``,
    ``module.relative_import``, ``module.src_prefix``, ``module.pythonpath_cue``,
-   ``module.first_party``, ``module.first_party_path``, ``module.generic``
+   ``module.dependency_of_a_package``, ``module.first_party``, ``module.first_party_path``,
+   ``module.generic``
 5. ``import.cannot_import_name``
 6. syntax: ``syntax.indentation``, ``syntax.crlf``, ``syntax.crlf_name``, ``syntax.bash_under_sh``,
    ``syntax.shell_under_sh``, ``syntax.shell``, ``syntax.sql``,
@@ -114,7 +117,7 @@ root cause come before those that are usually consequences (a failing test, a ti
 11. command: ``cmd.subprocess_missing_program``, ``cmd.installed_not_on_path``,
     ``cmd.system_tool``, ``cmd.venv_tool``, ``cmd.installable``, ``cmd.generic``
 12. permission: ``perm.read_only_fs``, ``perm.readonly_database``, ``perm.externally_managed``,
-    ``perm.pip_system``, ``perm.privileged_port``, ``perm.shell_not_executable``,
+    ``perm.pip_home_path``, ``perm.pip_system``, ``perm.privileged_port``, ``perm.shell_not_executable``,
     ``perm.script_not_executable``, ``perm.subprocess_not_executable``, ``perm.file``,
     ``perm.generic``; then ``unknown.docker_daemon`` (before missing files and network errors:
     the daemon's socket is neither)
@@ -143,13 +146,13 @@ from types import MappingProxyType
 # from here).
 from .terminal_causes import CAUSE_ROOTS, FIRST_RULES
 from .terminal_cues import (_SITE_PACKAGES, _SQLITE_LOCKED, Cue, _absent, _command_installed,
-                            _file_imports_itself, _first_party, _first_party_path, _installed_elsewhere,
-                            _last_frame_in_site_packages, _lock_in_several_operations, _pathish_key, _rx,
-                            _same_line, _script_run_from_its_dir, _system_tool_missing)
+                            _file_imports_itself, _first_party, _first_party_path, _imported_by_a_package,
+                            _installed_elsewhere, _last_frame_in_site_packages, _lock_in_several_operations,
+                            _pathish_key, _rx, _same_line, _script_run_from_its_dir, _system_tool_missing)
 
 ROOT_CAUSES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "sqlite_locked": ("concurrent_writer", "stale_migration", "unknown"),
-    "module_not_found": ("wrong_virtualenv", "wrong_pythonpath", "unknown"),
+    "module_not_found": ("wrong_virtualenv", "wrong_pythonpath", "missing_dependency", "unknown"),
     "import_error": ("circular_import", "shadowed_module", "unknown"),
     "dependency_conflict": ("resolution_impossible", "incompatible_installed", "api_version_mismatch",
                             "no_matching_version"),
@@ -305,6 +308,10 @@ _READ_ONLY_FS = _rx(r"Read-only file system|\bEROFS\b|\[Errno 30\]")
 _READONLY_DB = _rx(r"attempt to write a readonly database")
 _PIP_SYSTEM = _rx(r"Could not install packages due to an OSError|Consider using the `--user` option|"
                   r"Permission denied: ['\"]/usr/(?:local/)?lib/python3[\d.]*/(?:site|dist)-packages")
+# pip denied a path in the user's own home (a --user install): a file or directory there belongs to
+# another user (made by an earlier sudo run), not the system interpreter's site-packages.
+_PIP_HOME_PATH = _rx(r"Could not install packages due to an OSError[^\n]*Permission denied: ['\"]"
+                     r"(?:/home/|/Users/|~/|[A-Za-z]:\\{1,2}Users\\{1,2})")
 _BIND = _rx(r"\.bind\(|\bbind\b|\blisten\b|\bport\s*\d")
 _SHELL_PERM = re.compile(r"^(?:\S*sh|zsh)(?:: line \d+)?: [^\n:]+: Permission denied\s*$", re.MULTILINE)
 # A line that is only "<script path>: Permission denied": a runner exec'ing a script without +x.
@@ -416,6 +423,8 @@ RULES: tuple[Rule, ...] = (
     _r("module.relative_import", "module_not_found", "wrong_pythonpath", 0.9, _RELATIVE_IMPORT),
     _r("module.src_prefix", "module_not_found", "wrong_pythonpath", 0.9, _SRC_MODULE),
     _r("module.pythonpath_cue", "module_not_found", "wrong_pythonpath", 0.85, _MNF, _PYTHONPATH_CUE),
+    # An installed or building package imports what is not installed: its dependency, not the project's.
+    _r("module.dependency_of_a_package", "module_not_found", "missing_dependency", 0.8, _MNF, _imported_by_a_package),
     _r("module.first_party", "module_not_found", "wrong_pythonpath", 0.75, _MNF, _first_party),
     _r("module.first_party_path", "module_not_found", "wrong_pythonpath", 0.7, _MNF, _first_party_path),
     _r("module.generic", "module_not_found", "unknown", 0.4, _MNF),
@@ -466,6 +475,7 @@ RULES: tuple[Rule, ...] = (
     _r("perm.read_only_fs", "permission_denied", "read_only_filesystem", 0.9, _READ_ONLY_FS),
     _r("perm.readonly_database", "permission_denied", "file_permission", 0.8, _READONLY_DB),
     _r("perm.externally_managed", "permission_denied", "system_site_packages", 0.85, _EXTERNALLY_MANAGED),
+    _r("perm.pip_home_path", "permission_denied", "file_permission", 0.8, _PERM, _PIP_HOME_PATH),
     _r("perm.pip_system", "permission_denied", "system_site_packages", 0.85, _PERM, _PIP_SYSTEM),
     _r("perm.privileged_port", "permission_denied", "privileged_port", 0.8, _PERM, _BIND),
     _r("perm.shell_not_executable", "permission_denied", "not_executable", 0.85, _SHELL_PERM),

@@ -83,7 +83,9 @@ evidence: ``family_confidence`` when neither diagnosis names a known cause that 
 contradicts (``unknown`` on either side), ``entity_match_ratio`` when neither log names an entity,
 ``command_signature_match`` when either side has no command. The set also carries
 ``error_line_generic`` when no distinctive line (``classify.log_lines``) of one log is in the other:
-whatever feature 17 says, what the two messages share is text any instance of a tool prints. The
+whatever feature 17 says, what the two messages share is text any instance of a tool prints; and
+``command_program_only`` when the two commands share their program and nothing else (``python
+pybot.py`` and ``python``): every failure of that program has it, so it says nothing about the instance. The
 features themselves are unchanged (the learned models read the same numbers); only RSCB-MC's
 override reads the names.
 
@@ -215,6 +217,8 @@ def _sets(sig: Signatures) -> tuple[frozenset, ...]:
 
 # Named in ``extract_evidence``'s set when the two logs share no distinctive line (module doc).
 GENERIC_ERROR_LINE = "error_line_generic"
+# Named there when the two commands share only their program (module doc).
+GENERIC_COMMAND = "command_program_only"
 
 
 def _jaccard(a: frozenset, b: frozenset) -> float:
@@ -400,6 +404,9 @@ class FeatureExtractor:
             unknown.append("command_signature_match")
         if not shared:
             unknown.append(GENERIC_ERROR_LINE)
+        program = profile.signatures.command.split()[:1]
+        if program and q_cmd & m_cmd == frozenset(program):
+            unknown.append(GENERIC_COMMAND)
         return x, frozenset(unknown)
 
     def _extract(self, profile: QueryProfile, candidates: Sequence,

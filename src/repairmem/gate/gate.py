@@ -150,12 +150,17 @@ def _undominated(candidates: Sequence, ask_only: frozenset[int], agreement: Call
     """``candidates`` without the ask-only ones that a verified candidate ranks above: a memory that is
     only asked about is never put before one a check confirmed (issue 43: the ask led with the worst).
     Ranking is the gate's lead order: agreement with the query's diagnosis (``agreement``), then the
-    retrieval score; a verified memory of another cause does not outrank one of the query's own."""
+    retrieval score; a verified memory of another cause does not outrank one of the query's own. When
+    both name the query's recognised cause (agreement 1) the verified one outranks whatever the scores:
+    they differ in wording only, and of two fixes for the same cause the one a check confirmed is asked
+    (issue 43: a poisoned copy of the query's own log outscored the verified memory of its cause)."""
     if not ask_only:
         return list(candidates)
     key = {id(c): (agreement(_memory(c)), _score(c)) for c in candidates}
     verified = [key[id(c)] for c in candidates if _memory(c).id not in ask_only and not _memory(c).unverified]
     best = max(verified, default=(-math.inf, -math.inf))
+    if best[0] >= 1.0:
+        best = (1.0, math.inf)
     return [c for c in candidates if _memory(c).id not in ask_only or key[id(c)] >= best]
 
 

@@ -12,7 +12,8 @@ import pytest
 from repairmem.classify.log_lines import generic, log_lines, normalise
 from repairmem.classify.terminal import extract_signatures
 from repairmem.domains import terminal_profile
-from repairmem.gate.features import GENERIC_ERROR_LINE, INDEX, FeatureExtractor, QueryProfile, signature_memory_dict
+from repairmem.gate.features import (GENERIC_COMMAND, GENERIC_ERROR_LINE, INDEX, FeatureExtractor, QueryProfile,
+                                     signature_memory_dict)
 from repairmem.gate.policies import RSCBMC, saved_policy
 from repairmem.types import MemoryVariant, Provenance
 
@@ -108,6 +109,9 @@ GENERIC = frozenset({GENERIC_ERROR_LINE})
     (x_for(), frozenset(), False),               # a shared distinctive line: instance evidence
     (x_for(ent=0.6), GENERIC, False), (x_for(cmd=0.3), GENERIC, False),
     (x_for(path=0.3), GENERIC, False), (x_for(stack=0.3), GENERIC, False),
+    (x_for(cmd=0.5), GENERIC | {GENERIC_COMMAND}, True),    # the commands share their program only
+    (x_for(cmd=0.5, err=0.2), frozenset({GENERIC_COMMAND}), True),
+    (x_for(cmd=0.5, ent=0.6), GENERIC | {GENERIC_COMMAND}, False),
 ])
 def test_a_family_only_lead_is_asked_not_injected(x, unknown, asks):
     assert RSCBMC().override_flags(x) == 0
@@ -133,3 +137,17 @@ def test_a_state_saved_before_the_switch_resumes_without_it():
     old = {k: v for k, v in RSCBMC(seed=1).params().items() if k != "ask_when_family_only"}
     assert saved_policy("rscb_mc", old).ask_when_family_only is False
     assert RSCBMC().ask_when_family_only is True
+
+
+# Real commands of two real-log threads of one family (tests/data/real_logs/logs.jsonl: rl-086,
+# https://github.com/funkandwagnalls/pythonpentest/issues/1, and rl-087,
+# https://github.com/RidersDiscountCom/HypChat/issues/42): they share the interpreter only.
+def test_commands_that_share_only_their_program_are_named():
+    def named(query: str, stored: str) -> bool:
+        profile = terminal_profile("q", "IndentationError: unexpected indent", query)
+        mem = memory(stored, "IndentationError: unexpected indent")
+        return GENERIC_COMMAND in FeatureExtractor().extract_evidence(profile, [(mem, 1.0)])[1]
+    assert named("python restobject.py", "python msfrpc_smb.py -p -t")
+    assert named("pytest", "pytest")                            # a bare runner: every failure of it
+    assert not named("python manage.py migrate", "python manage.py test")   # the script is shared too
+    assert not named("pytest tests/unit", "make test")          # nothing shared: the feature says 0

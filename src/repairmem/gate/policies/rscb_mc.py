@@ -12,7 +12,7 @@ from typing import ClassVar, Sequence
 
 from ...check import check_bool, check_int
 from ..actions import INJECTS, N_ACTIONS
-from ..features import GENERIC_ERROR_LINE, INDEX, N_FEATURES
+from ..features import GENERIC_COMMAND, GENERIC_ERROR_LINE, INDEX, N_FEATURES
 from .base import ALL, _ASK_ONLY, _COUNT, _INJECT_IDX, _NEG_INF, _SAFE_IDX, Decision, _argmax, _check_x, _number
 from .linear import _Linear
 
@@ -109,7 +109,8 @@ class RSCBMC(_Linear):
       and the caller can check it).
 
     Family only (``ask_when_family_only``): when the override lets the policy inject but the lead
-    shares no instance evidence with the query - entity, command, path and stack match all 0, and
+    shares no instance evidence with the query - entity, command, path and stack match all 0 (a
+    command that shares only its program, ``command_program_only``, counts as 0), and
     error-line match < ``min_error_line_match`` or the logs share no distinctive line (``unknown``
     names ``error_line_generic``: the message words they share are a tool's boilerplate, ``fixture
     'x' not found`` with the name masked); only the diagnosis agrees - it asks instead (the lead
@@ -260,7 +261,8 @@ class RSCBMC(_Linear):
 
     def family_only(self, x: Sequence[float], unknown: frozenset = frozenset()) -> bool:
         """Does the lead share no instance evidence with the query, only the diagnosis? (class doc)"""
-        if self._is_answer(x) or any(x[i] > 0 for i in self._instance):
+        if self._is_answer(x) or any(x[i] > 0 for i in self._instance
+                                     if not (i == self._cmd and GENERIC_COMMAND in unknown)):
             return False
         return self._err is None or x[self._err] < self.min_error_line_match or GENERIC_ERROR_LINE in unknown
 
