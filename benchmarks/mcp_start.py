@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -31,8 +32,22 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 LOG = "E   ModuleNotFoundError: No module named '{m}'"
 
 
+def word(i: int) -> str:
+    """``i`` in letters (``a``, ``b``, ..., ``ba``): a name that the fix's normalisation keeps apart
+    (``types.normalize_fix`` masks digits, paths and hex ids, so ``tests/t7`` and ``tests/t8`` are one fix)."""
+    out = ""
+    while True:
+        i, r = divmod(i, 26)
+        out = chr(97 + r) + out
+        if not i:
+            return out
+
+
 def export_file(path: Path, n: int) -> None:
-    """``n`` terminal memories in the JSONL export format (``store/jsonl.py``), each its own project."""
+    """``n`` distinct terminal memories in the JSONL export format (``store/jsonl.py``) over 500 projects.
+    Each fix names its own package, so none consolidates with another (a repeat of a named cause with the
+    same fix strengthens one memory instead of adding one: until 7f44211 the fixes differed by a number
+    only and an import of N kept 500 memories)."""
     with path.open("w") as out:
         for i in range(n):
             out.write(json.dumps({
@@ -40,7 +55,8 @@ def export_file(path: Path, n: int) -> None:
                 "failure_type": "module_not_found", "failure_subtype": "", "root_cause": "wrong_virtualenv",
                 "question": f"run the tests of proj-{i}", "context": "",
                 "failure_context": "status: EXECUTION_ERROR; error: " + LOG.format(m=f"pkg{i}"),
-                "transition": {"before": f"pytest tests/t{i}", "after": f".venv/bin/python -m pytest tests/t{i}"},
+                "transition": {"before": f"pytest tests/t{i}",
+                               "after": f".venv/bin/pip install pkg{word(i)} && .venv/bin/python -m pytest"},
                 "outcome": "CORRECT", "error": "", "signatures": {},
                 "provenance": [{"source_query": f"q{i}", "episode_id": f"bench/{i}", "source_pos": i,
                                 "method": "bench", "namespace": f"proj-{i % 500}"}],
@@ -99,6 +115,10 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "repairmem", "memory", "import", "--store", str(store),
                             "--encoder", args.encoder, str(src)], check=True, capture_output=True)
             imported = time.perf_counter() - t
+            with sqlite3.connect(store) as db:        # the store holds N memories, not fewer merged ones
+                kept = db.execute("SELECT count(*) FROM variants").fetchone()[0]
+            if kept != n:
+                raise SystemExit(f"the import of {n} kept {kept} memories: the benchmark's memories merged")
             opened, recalled, mapped = first_open(store, args.encoder)
             load = "%.1f" % os.getloadavg()[0]
             runs = [anyio.run(one_start, store, args.encoder) for _ in range(args.repeats)]
@@ -106,6 +126,7 @@ def main() -> None:
             first = ", ".join(f"{r[1]:.2f}" for r in runs)
             print(f"| {n:,} | {args.encoder} | {imported:.1f} | {opened:.2f} | {recalled:.2f} | {mapped} "
                   f"| {init} | {first} | {load}-{os.getloadavg()[0]:.1f} |", flush=True)
+
 
 if __name__ == "__main__":
     main()

@@ -251,9 +251,24 @@ def _rank(kind: str) -> int:
     return 2 if kind in _GUESSED else 1 if kind in _CONTEXT else 0
 
 
+_CACHED_CHARS = 256    # short strings repeat (projects, labels, ids, commands): their spans are kept
+
+
 def _spans(text: str, *, entropy: bool = True) -> list[tuple[int, int, str]]:
     """Merged (start, end, kind) of every credential in ``text``, in order; one already masked is skipped.
-    Overlapping finds become one span, named by its token format when one was found there."""
+    Overlapping finds become one span, named by its token format when one was found there. A pure
+    function of the text, so a short one's answer is kept (an import repeats them thousands of times)."""
+    if len(text) <= _CACHED_CHARS:
+        return list(_short_spans(text, entropy))
+    return _find_spans(text, entropy)
+
+
+@functools.lru_cache(maxsize=16384)
+def _short_spans(text: str, entropy: bool) -> tuple[tuple[int, int, str], ...]:
+    return tuple(_find_spans(text, entropy))
+
+
+def _find_spans(text: str, entropy: bool) -> list[tuple[int, int, str]]:
     found = _plugin_spans(text) + _documented_spans(text) + _keyword_spans(text)
     if entropy:
         found += _entropy_spans(text)
