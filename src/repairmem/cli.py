@@ -352,8 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="repairmem", description=USER_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"repairmem {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for stage in (_demo_command, _memory_commands, _mcp_command, _sql_commands, _gate_commands, _agent_commands,
-                  _classify_commands):
+    for stage in (_demo_command, _memory_commands, _mcp_command, _ui_command, _sql_commands, _gate_commands,
+                  _agent_commands, _classify_commands):
         stage(sub)
     return parser
 
@@ -486,6 +486,12 @@ def _mcp_command(sub) -> None:
                                                         "every project of the store, each call acting for the "
                                                         "client's project (its root, else this folder's name)")
     _domain_option(p)
+
+
+def _ui_command(sub) -> None:
+    """``ui``: a local web page over a store (its options: ``repairmem.ui.command``)."""
+    from .ui.command import add_command
+    add_command(sub)
 
 
 def _gate_commands(sub) -> None:

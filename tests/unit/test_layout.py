@@ -41,6 +41,7 @@ ALLOWED = {
     "service": BASE | {"memory", "domains", "gate", "vocabulary"},             # JSON in and out of Memory, for the CLI and MCP
     "agents": BASE | {"memory", "domains", "sql", "llm"},        # memory only through Memory's verbs
     "bench": BASE | MID | {"memory", "agents", "domains", "vocabulary"},
+    "ui": BASE | {"service", "memory", "bench", "mcp_transport"},   # the page: the service's verbs, the report's numbers
     "demo": BASE | {"classify", "llm", "sql", "memory", "agents", "bench", "domains"},   # the main job: the benchmark's loop, live
 }
 ANYTHING = {"cli", "cli_output", "cli_sql", "mcp_server", "__main__"}
