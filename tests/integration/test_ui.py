@@ -159,6 +159,20 @@ def test_one_memory_shows_its_fix_provenance_counters_and_history(client, store)
     assert 'id="warning"' in risky and "pipes a download into a shell" in risky and 'id="unverified"' in risky
 
 
+def test_one_memory_lists_the_decisions_that_showed_it_and_the_answer(client, store):
+    path, ids = store
+    text = client.get(f"/memory/{ids['pip']}").text
+    table = re.search(r'<table id="decisions">.*?</table>', text, re.S)
+    assert table, text
+    from repairmem.gate.audit import AuditLog
+    with AuditLog(f"{path}.audit.db", create=False) as log:
+        shown = [d for d in log.decisions() if ids["pip"] in (d["payload_ids"] or ()) or d["lead_id"] == ids["pip"]]
+    assert shown and all(d["decision_id"] in table.group(0) for d in shown)
+    assert "verified" in table.group(0) and "proj-a" in table.group(0)
+    never = client.get(f"/memory/{ids['npm']}").text        # another project's memory no recall showed
+    assert 'id="decisions"' in never and "No recall has shown it yet." in never
+
+
 def test_unknown_or_malformed_ids_are_4xx_pages(client):
     r = client.get("/memory/999")
     assert r.status_code == 404 and "no memory #999" in r.text and "Traceback" not in r.text
@@ -274,6 +288,7 @@ def test_the_picture_without_an_audit_log_says_so(tmp_path):
     try:
         with TestClient(build_app(opened)) as c:
             assert 'id="no-audit"' in c.get("/picture").text
+            assert "No audit log beside this store" in c.get("/memory/1").text
     finally:
         opened.close()
 

@@ -57,6 +57,30 @@ def store_metrics(store_path: str, audit_path: str | None = None, *, window: int
     return out
 
 
+def memory_decisions(store_path: str, memory_id: int, audit_path: str | None = None, *,
+                     limit: int = 50) -> list[dict[str, Any]] | None:
+    """The gate's decisions that put memory ``memory_id`` before an agent (injected it, or asked about
+    it), newest first, at most ``limit``, each with what the agent answered; None without an audit log
+    (``STORE.audit.db``, or ``audit_path``)."""
+    check_int(memory_id, "memory_id", low=1, where="memory decisions")
+    path = Path(audit_path) if audit_path else Path(f"{store_path}.audit.db")
+    if not path.is_file():
+        return None
+    out: list[dict[str, Any]] = []
+    with AuditLog(path, create=False) as log:
+        for rec in log.decisions():
+            injected = memory_id in (rec["payload_ids"] or ())
+            asked = rec["action"] == "ask_feedback" and rec["lead_id"] == memory_id
+            if not (injected or asked):
+                continue
+            out.append({"decision_id": rec["decision_id"], "project": log.namespace_of(rec["decision_id"]) or "",
+                        "action": "ask" if asked and not injected else agent_action(rec["action"]),
+                        "gate_action": rec["action"], "resolution": rec["resolution"] or "",
+                        "lead": rec["lead_id"] == memory_id, "reward": rec["reward"],
+                        "feedback": sorted(k for k, on in (rec["feedback"] or {}).items() if on)})
+    return out[::-1][:limit]
+
+
 def _decisions(path: Path, by_id: dict, window: int) -> dict[str, Any]:
     mix, windows, feedback, reuse = Counter(), [], Counter(), Counter()
     with AuditLog(path, create=False) as log:

@@ -76,6 +76,11 @@ class Store:
         from ..bench.store_report import store_metrics
         return await self.run(store_metrics, self.address, self.audit)
 
+    async def decisions(self, memory_id: int) -> list[dict] | None:
+        """The gate's decisions that showed memory ``memory_id`` (``bench.store_report.memory_decisions``)."""
+        from ..bench.store_report import memory_decisions
+        return await self.run(memory_decisions, self.address, memory_id, self.audit)
+
     def close(self) -> None:
         try:
             self._pool.submit(self.memory.close).result()

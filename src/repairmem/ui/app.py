@@ -210,7 +210,9 @@ def build_app(store: Store, *, token: str = "", hosts: set[str] | None = None, f
         m = await shown(request)
         banner = ("The fix was corrected; the original is in its history."
                   if request.query_params.get("corrected") else "")
-        return page(f"Memory #{m['memory_id']}", memory_body(m, banner))
+        decisions = (None if is_postgres_address(store.address) and not store.audit   # its gates keep their own
+                     else await store.decisions(m["memory_id"]))
+        return page(f"Memory #{m['memory_id']}", memory_body(m, banner, decisions))
 
     async def forget(request: Request):
         m = await shown(request)

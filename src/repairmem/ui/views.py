@@ -74,7 +74,7 @@ def _row(m: dict) -> Safe:
                   uses=c.get("uses", 0), verified=c.get("verified", 0), fp=c.get("false_positives", 0))
 
 
-def memory_body(m: dict, banner: str = "") -> Safe:
+def memory_body(m: dict, banner: str = "", decisions: list[dict] | None = None) -> Safe:
     """One memory whole: the fix, what failed, its variants and support, where it came from, what
     happened when it was shown (its counters), its history; forget and correct."""
     mid = m["memory_id"]
@@ -112,14 +112,32 @@ def memory_body(m: dict, banner: str = "") -> Safe:
         '<h2>What happened when it was shown</h2><table id="counters"><thead><tr><th class="n">shown</th>'
         '<th class="n">accepted</th><th class="n">verified by a check</th><th class="n">rejected</th>'
         '<th class="n">false positives</th></tr></thead><tbody><tr>{counters}</tr></tbody></table>'
-        '<p class="muted">Counts of the feedback agents sent after the recalls that showed it; each decision is '
-        "in the gate's audit log (<code>repairmem gate explain ID</code>).</p>"
+        '<p class="muted">Counts of the feedback agents sent after the recalls that showed it.</p>{decisions}'
         "<h2>History</h2>{history}"
         '<div class="actions"><a class="button" id="correct" href="/memory/{id}/correct">Correct the fix</a>'
         '<a class="button danger" id="forget" href="/memory/{id}/forget">Forget this memory</a></div>',
         id=mid, cause=m.get("cause"), badges=badges(m), boxes=join(boxes), fix=m.get("fix"), failed=m.get("failed"),
         failure=_failure(m), facts=facts, seen=seen, prov=prov, counters=counters,
-        history=history_table(m.get("history") or []))
+        history=history_table(m.get("history") or []), decisions=decisions_table(decisions))
+
+
+def decisions_table(decisions: list[dict] | None) -> Safe:
+    """The gate's decisions that showed the memory, newest first, and what the agent answered."""
+    if decisions is None:
+        return render('<p class="muted" id="decisions">No audit log beside this store: the decisions that showed '
+                      "it are not kept here.</p>")
+    if not decisions:
+        return render('<p class="muted" id="decisions">No recall has shown it yet.</p>')
+    rows = join(render("<tr><td><code>{d}</code></td><td>{ns}</td><td>{act}</td><td>{res}</td><td>{fb}</td>"
+                       '<td class="n">{r}</td></tr>', d=d["decision_id"], ns=d["project"] or "-",
+                       act=d["action"] + ("" if d["lead"] else " (not the lead)"), res=d["resolution"] or "-",
+                       fb=", ".join(d["feedback"]) or "none yet",
+                       r="-" if d["reward"] is None else f"{d['reward']:.2f}")
+                for d in decisions)
+    return render('<h2>Decisions that showed it</h2><table id="decisions"><thead><tr><th>decision '
+                  "(<code>repairmem gate explain ID</code>)</th><th>project</th><th>shown as</th><th>ask answered"
+                  '</th><th>feedback</th><th class="n">reward</th></tr></thead><tbody>{rows}</tbody></table>',
+                  rows=rows)
 
 
 def _failure(m: dict) -> Safe:
