@@ -161,11 +161,18 @@ def test_names_differ_so_a_store_never_mixes_vectors(cache, tmp_path):
         assert MemoryIndex(store, numpy_encoder, persist=False).embedded_on_sync == 0   # MiniLM's rows untouched
 
 
-def test_the_specs(cache, monkeypatch):
+def test_the_specs(cache, monkeypatch, tmp_path):
     folder, _, _ = cache
     monkeypatch.setenv("XDG_CACHE_HOME", str(folder.parent.parent))
     assert resolve_encoder("onnx").name == resolve_encoder(" ONNX:int8 ").name == "onnx:all-MiniLM-L6-v2:int8:v1"
-    assert resolve_encoder("onnx:fp32").name == "onnx:all-MiniLM-L6-v2:fp32:v1"
+    fp32 = resolve_encoder("onnx:fp32")       # the float graph is a MiniLM runtime: its vectors are MiniLM's
+    assert fp32.name == NumpyMiniLMEncoder().name == "st:sentence-transformers/all-MiniLM-L6-v2"
+    with open_store(tmp_path / "m.db") as store:           # a store MiniLM wrote is read as it is
+        for i in range(3):
+            episode = make_episode(f"q{i}", i, before=f"SELECT name FROM t_{i}", after="SELECT id FROM t")
+            store.finalize(episode, memory_from_episode(episode))
+        assert MemoryIndex(store, NumpyMiniLMEncoder(), persist=False).embedded_on_sync == 3
+        assert MemoryIndex(store, fp32, persist=False).embedded_on_sync == 0
     assert resolve_encoder("onnx").threads == 1
     for bad in ("onnx:int4", "onnx:", "onnx:fp16"):
         with pytest.raises(InvalidInputError, match="onnx"):

