@@ -175,33 +175,33 @@ async def _form(request: Request, token: str) -> dict[str, str]:
 
 # -- the app -------------------------------------------------------------------------------------
 
-def build_app(store: Store, *, token: str = "", hosts: set[str] | None = None, form_token: str | None = None):
-    """The page over ``store`` behind ``Guard`` (``token``: the access token; ``hosts``: the ``Host``
-    names answered, None: any)."""
+def build_app(shelf: Store, *, token: str = "", hosts: set[str] | None = None, form_token: str | None = None):
+    """The page over ``shelf`` (the store on its worker thread) behind ``Guard`` (``token``: the access
+    token; ``hosts``: the ``Host`` names answered, None: any)."""
     form_token = form_token or secrets.token_urlsafe(32)
 
     def page(title: str, body, status: int = 200) -> HTMLResponse:
-        return HTMLResponse(layout(title, body, store=store.label), status_code=status)
+        return HTMLResponse(layout(title, body, store=shelf.label), status_code=status)
 
     async def memories(request: Request):
         f = _filters(request)
         before = _int(request.query_params.get("before"), "before")
         req = {k: v for k, v in (("namespace", f["namespace"]), ("cause", f["cause"])) if v}
         req |= {"verified": f["verified"] == "yes"} if f["verified"] else {}
-        got = await (store.search({**req, **({"before": before} if before else {})}, f["q"], f["limit"]) if f["q"]
-                     else store.call("list", {**req, "limit": f["limit"], **({"before": before} if before else {})}))
+        got = await (shelf.search({**req, **({"before": before} if before else {})}, f["q"], f["limit"]) if f["q"]
+                     else shelf.call("list", {**req, "limit": f["limit"], **({"before": before} if before else {})}))
         gone = _int(request.query_params.get("forgotten"), "forgotten")
         banner = f"Memory #{gone} was forgotten." if gone else ""
-        return page("Memories", list_body(got, await store.call("stats"), f, banner))
+        return page("Memories", list_body(got, await shelf.call("stats"), f, banner))
 
     async def shown(request: Request) -> dict:
         memory_id = _memory_id(request)
         try:
-            return await store.call("show", {"memory_id": memory_id})
+            return await shelf.call("show", {"memory_id": memory_id})
         except InvalidInputError as exc:
             if "no memory with id" not in str(exc):
                 raise
-            history = (await store.call("history", {"memory_id": memory_id}))["history"]
+            history = (await shelf.call("history", {"memory_id": memory_id}))["history"]
             if any(row.get("action") == "forget" for row in history):
                 raise Gone(memory_id, history) from None
             raise Refused(404, f"no memory #{memory_id} in this store") from None
@@ -210,8 +210,8 @@ def build_app(store: Store, *, token: str = "", hosts: set[str] | None = None, f
         m = await shown(request)
         banner = ("The fix was corrected; the original is in its history."
                   if request.query_params.get("corrected") else "")
-        decisions = (None if is_postgres_address(store.address) and not store.audit   # its gates keep their own
-                     else await store.decisions(m["memory_id"]))
+        decisions = (None if is_postgres_address(shelf.address) and not shelf.audit   # its gates keep their own
+                     else await shelf.decisions(m["memory_id"]))
         return page(f"Memory #{m['memory_id']}", memory_body(m, banner, decisions))
 
     async def forget(request: Request):
@@ -219,7 +219,7 @@ def build_app(store: Store, *, token: str = "", hosts: set[str] | None = None, f
         if request.method == "GET":
             return page(f"Forget #{m['memory_id']}?", forget_body(m, form_token))
         fields = await _form(request, form_token)
-        await store.call("forget", {"memory_id": m["memory_id"], "reason": fields.get("reason", ""), "actor": "ui"})
+        await shelf.call("forget", {"memory_id": m["memory_id"], "reason": fields.get("reason", ""), "actor": "ui"})
         return RedirectResponse(f"/?forgotten={m['memory_id']}", status_code=303)
 
     async def correct(request: Request):
@@ -233,11 +233,11 @@ def build_app(store: Store, *, token: str = "", hosts: set[str] | None = None, f
                                                                    error="the new fix must not be blank"), 400)
         if fields.get("step") != "apply":         # the review: nothing written yet
             return page(f"Correct #{m['memory_id']}?", review_body(m, form_token, fix, reason))
-        await store.call("correct", {"memory_id": m["memory_id"], "fix": fix, "reason": reason, "actor": "ui"})
+        await shelf.call("correct", {"memory_id": m["memory_id"], "fix": fix, "reason": reason, "actor": "ui"})
         return RedirectResponse(f"/memory/{m['memory_id']}?corrected=1", status_code=303)
 
     async def picture(request: Request):
-        return page("Picture", picture_body(await store.picture()))
+        return page("Picture", picture_body(await shelf.picture()))
 
     async def no_icon(request: Request):
         return Response(status_code=204)
@@ -246,7 +246,7 @@ def build_app(store: Store, *, token: str = "", hosts: set[str] | None = None, f
               Route("/memory/{memory_id}", memory),
               Route("/memory/{memory_id}/forget", forget, methods=["GET", "POST"]),
               Route("/memory/{memory_id}/correct", correct, methods=["GET", "POST"])]
-    refused = _refusal(store)
+    refused = _refusal(shelf)
     handlers = {Exception: refused, Refused: refused, Gone: refused, RepairmemError: refused, 404: refused,
                 405: refused}
     app = Starlette(routes=routes, exception_handlers=handlers)
@@ -254,15 +254,15 @@ def build_app(store: Store, *, token: str = "", hosts: set[str] | None = None, f
     return Guard(app, token=token, hosts=hosts)
 
 
-def _refusal(store: Store):
+def _refusal(shelf: Store):
     """The exception handler: a 4xx (or 500) page naming what was wrong, JSON for a client asking for it;
     never a traceback (the server's log has it)."""
     def fail(request: Request, status: int, message: str, body=None):
         accept = request.headers.get("accept", "")
         if "application/json" in accept and "text/html" not in accept:
             return JSONResponse({"error": message, "status": status}, status_code=status)
-        html = layout("Forgotten", body, store=store.label) if body is not None else error_page(
-            status, message, store=store.label)
+        html = layout("Forgotten", body, store=shelf.label) if body is not None else error_page(
+            status, message, store=shelf.label)
         return HTMLResponse(html, status_code=status)
 
     async def refused(request: Request, exc: Exception):
@@ -271,9 +271,9 @@ def _refusal(store: Store):
         if isinstance(exc, Refused):
             return fail(request, exc.status, str(exc))
         if isinstance(exc, InvalidInputError):         # the service named the field
-            return fail(request, 400, redact(str(exc), address=store.address))
+            return fail(request, 400, redact(str(exc), address=shelf.address))
         if isinstance(exc, RepairmemError):
-            return fail(request, 500, redact(str(exc), address=store.address))
+            return fail(request, 500, redact(str(exc), address=shelf.address))
         status = getattr(exc, "status_code", 500)
         return fail(request, status, {404: f"no page at {request.url.path}",
                                       405: f"{request.method} is not answered at {request.url.path}"}.get(
