@@ -85,6 +85,8 @@ _GUESSED = {"high-entropy", "base64-credential"}
 ENTROPY_MIN_LENGTH = 20
 ENTROPY_BITS = 3.5        # benchmarks/secret_formats.py: the sweep (docs/results.md)
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9+/=_.\-]*")
+_BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/=]*")
 _VALUE_END = re.compile(r"""[^\s'"\\@]*""")
 _HEXISH = re.compile(r"[0-9a-fA-F\-]+=*")
 _HASH_LABEL = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|base64)[-:=,]")   # sha512-, base64,
@@ -240,8 +242,11 @@ def _entropy_spans(text: str, bits: float = ENTROPY_BITS, min_length: int = ENTR
                     or _entropy(token) < bits or _reads_as_words(token)):
                 continue
             decoded = _decoded_text(token)
-            if decoded is None:
-                out.append((m.start(), m.end(), "high-entropy"))
+            if decoded is None:      # widened over the base64 run it is part of (an AWS secret holds / and +)
+                start, stop = m.start(), _BASE64_RUN.match(text, m.end(), end).end()
+                while start > word.start() and text[start - 1] in _BASE64_CHARS:
+                    start -= 1
+                out.append((start, stop, "high-entropy"))
             elif _spans(decoded, entropy=False):
                 out.append((m.start(), m.end(), "base64-credential"))
     return out
