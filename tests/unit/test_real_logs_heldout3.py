@@ -8,28 +8,16 @@ of HELDOUT3.md against the file. It never runs the classifier or the gate on the
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import pytest
 
 from repairmem.classify.terminal import ROOT_CAUSES
+from tests.unit.test_real_logs_heldout2 import DATA, GROUP, KEYS, OPTIONAL_LAST, SOURCE, _load   # one format
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "real_logs"
-KEYS = ["id", "source", "source_kind", "command", "log", "family", "root_cause", "group", "cause_note", "fix",
-        "fix_verified_by"]
-OPTIONAL_LAST = "excerpt_note"
-SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$")
-GROUP = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*$")
 TABLE_ROW = re.compile(r"^\| `([a-z0-9_]+)` \| (\d+) \| ([a-z_]+) / ([a-z_]+)\b")
 EARLIER = ("logs.jsonl", "heldout.jsonl", "heldout2.jsonl", "cause_families.jsonl", "cause_families_heldout.jsonl")
-
-
-def _load(name: str) -> list[dict]:
-    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
 
 
 @pytest.fixture(scope="module")
