@@ -7,7 +7,6 @@ error messages) cannot drive the terminal with escape codes. Errors and store ad
 from __future__ import annotations
 
 import argparse
-import contextlib
 import getpass
 import json
 import os
@@ -17,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .addresses import redact
-from .cli_output import Progress, command as _command, describe, emit, verb_text
+from .cli_output import command as _command, progress_for, progress_option, describe, emit, verb_text
+from .cli_bulk import bulk_commands, domain_option as _domain_option, domains as _domains, open_store_at as _open
 from .cli_sql import sql_commands as _sql_commands
 from .errors import InvalidInputError, RepairmemError
 from .types import Outcome, Polarity, Scope
@@ -25,75 +25,6 @@ from .untrusted import inert, printable
 
 
 # -- memory ------------------------------------------------------------------------------------
-
-def _open(path: str, **kw):
-    """The store at ``path`` (``read_only=True``, for a read-only command: it must exist; nothing is written)."""
-    from .store import open_store
-    return open_store(path, **kw)
-
-
-def _domain_option(p) -> None:
-    p.add_argument("--domain", action="append", default=[], metavar="MODULE:NAME",
-                   help="also serve this failure domain (a Domain class or instance by import path; repeatable)")
-
-
-def _domains(args) -> tuple:
-    """The built-in domains and those named with ``--domain``."""
-    from .domains import DEFAULT_DOMAINS
-    from .domains.base import load_domains
-    return (*DEFAULT_DOMAINS, *load_domains(args.domain))
-
-
-def cmd_memory_import(args):
-    from .retrieval.index import build_and_save
-    from .store import import_jsonl, is_postgres_url
-    new = not is_postgres_url(args.store) and not Path(args.store).exists()
-    embedder = None
-    if args.encoder != "none":      # embedded now, in the import's transaction: never at the next open
-        from .retrieval.encoders import resolve_encoder
-        from .retrieval.texts import MemoryEmbedder
-        embedder = MemoryEmbedder(resolve_encoder(args.encoder), on_progress=Progress(args, "embedding"))
-        print(f"importing and embedding with {embedder.name} (the store's recalls must use it too)", file=sys.stderr)
-    try:
-        with _open(args.store, embedder=embedder) as store:
-            ids = import_jsonl(store, args.files, kinds={d.kind for d in _domains(args)})
-    except BaseException:
-        if new:          # a refused import into a new path leaves no empty store behind
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                with contextlib.suppress(OSError):      # a path the OS refuses holds nothing of ours
-                    Path(args.store + suffix).unlink(missing_ok=True)
-        raise
-    problem = None if embedder is None else build_and_save(args.store, embedder.encoder)
-    warning = problem and ("imported and committed, but the retrieval index was not saved "
-                           f"({redact(problem, address=args.store)}); it is built again at the next open")
-    if warning:
-        print(printable(f"repairmem: warning: {warning}"), file=sys.stderr)
-    store = redact(args.store, address=args.store)
-    emit(args, {"imported": len(ids), "ids": ids, "store": store, **({"warning": warning} if warning else {})},
-         lambda: f"imported {len(ids)} memories into {store}")
-
-
-def cmd_memory_export(args):
-    from .store import export_jsonl
-    with _open(args.store, read_only=True) as store:
-        counts = export_jsonl(store, args.out)
-        emit(args, {"out": args.out, "files": counts},
-              lambda: "\n".join(f"{Path(args.out) / name}: {n} memories" for name, n in counts.items()))
-
-
-def cmd_memory_stats(args):
-    with _open(args.store, read_only=True) as store:
-        stats = inert(store.stats())      # its keys are stored labels: no turn marker leaves (as service.stats)
-        emit(args, stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
-
-
-def cmd_memory_report(args):
-    from .bench.store_report import write_store_report
-    out = args.out or f"{args.store}.report"
-    metrics = write_store_report(args.store, out, audit_path=args.audit, window=args.window)
-    emit(args, metrics, lambda: (Path(out) / "report.md").read_text(encoding="utf-8").rstrip())
-    print(f"report written to {out} (report.md, report.html, report.json)", file=sys.stderr)
-
 
 def cmd_memory_candidates(args):
     scope = Scope.parse(args.scope)
@@ -279,7 +210,7 @@ def cmd_agent_run(args):
                                              "grounded", "write_file", "suite", "cross_project", "cite_failure")}
     return agent_run_main(args.tasks, args.model, args.memory, args.out, keep_workspaces=args.keep_workspaces,
                           task_ids=tuple(t for t in args.task_ids.split(",") if t) if args.task_ids else None,
-                          json_out=args.json, **options)
+                          json_out=args.json, progress=progress_for(args, "attempts", "attempts"), **options)
 
 
 def cmd_agent_report(args):
@@ -372,24 +303,7 @@ def _demo_command(sub) -> None:
 def _memory_commands(sub) -> None:
     """``memory``: inspect and move stores; the memory verbs (record, recall, feedback, explain)."""
     memory = sub.add_parser("memory", help="record, recall and tend memories: list, show, forget, correct, import, export, report").add_subparsers(dest="memory_cmd", required=True)
-    p = _command(memory, "import", cmd_memory_import, "import positive.jsonl / negative.jsonl files (all or nothing)")
-    p.add_argument("--store", required=True)
-    p.add_argument("--encoder", default="default", help="embed the memories now with it (none: at the first open)")
-    p.add_argument("files", nargs="+")
-    p.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a "
-                                                           "terminal (JSON lines with --json)")
-    _domain_option(p)
-    p = _command(memory, "export", cmd_memory_export, "export a store to DIR/positive.jsonl and DIR/negative.jsonl")
-    p.add_argument("--store", required=True)
-    p.add_argument("--out", required=True)
-    p = _command(memory, "stats", cmd_memory_stats, "counts by polarity, type and namespace")
-    p.add_argument("--store", required=True)
-    p = _command(memory, "report", cmd_memory_report, "a picture of what a store learned: memories per project and "
-                 "cause, what the gate told the agents, feedback, reuse across projects (Markdown, HTML, PNG)")
-    p.add_argument("--store", required=True)
-    p.add_argument("--audit", help="the gate's audit log (default: STORE.audit.db)")
-    p.add_argument("--out", help="the report's folder (default: STORE.report)")
-    p.add_argument("--window", type=int, default=20, help="decisions per point of the action-mix plot")
+    bulk_commands(memory)
     p = _command(memory, "candidates", cmd_memory_candidates, "memories eligible for a query at a stream position")
     p.add_argument("--store", required=True)
     p.add_argument("--position", type=int, required=True)
@@ -539,6 +453,7 @@ def _agent_commands(sub) -> None:
     p.add_argument("--cross-project", action="store_true",
                    help="rungs with memory: hints may come from other projects' tasks too (each says so, and "
                         "the run counts them); by default a task sees only its own project's verified steps")
+    progress_option(p)
     p = _command(agent, "report", cmd_agent_report, "pass@k table, per-task outcomes, steps and tokens of agent runs")
     p.add_argument("run_dir", nargs="+", help="run folders (or their packed copies), or folders of runs; one "
                    "table row per run")

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import time
 from typing import Any, Callable
 
 from .check import plain_json
+from .progress import Progress
 from .types import MemoryVariant
 from .untrusted import printable
 
@@ -88,29 +87,15 @@ def _history_line(h: dict) -> str:
     return f"{h.get('at', '')} {h.get('action', '')} by {h.get('actor', '')}: {h.get('reason', '')}"
 
 
-class Progress:
-    """A long job's progress on stderr: a bar on a terminal, a JSON line at most once a second (and
-    the last) under ``--json``, nothing on a pipe unless ``--progress`` asks. Call it with (done, total)."""
+def progress_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a "
+                                                           "terminal (JSON lines with --json)")
 
-    def __init__(self, args: argparse.Namespace, what: str) -> None:
-        self.what, self.json, self.bar, self.last = what, bool(args.json), None, 0.0
-        self.on = bool(getattr(args, "progress", False)) or sys.stderr.isatty()
 
-    def __call__(self, done: int, total: int) -> None:
-        if not self.on:
-            return
-        if self.json:
-            now = time.monotonic()
-            if done >= total or now - self.last >= 1.0:
-                print(json.dumps({"progress": self.what, "done": done, "total": total}), file=sys.stderr, flush=True)
-                self.last = now
-            return
-        if self.bar is None:
-            from tqdm import tqdm
-            self.bar = tqdm(total=total, desc=self.what, file=sys.stderr, dynamic_ncols=True, disable=False)
-        self.bar.update(done - self.bar.n)
-        if done >= total:
-            self.bar.close()
+def progress_for(args: argparse.Namespace, what: str, unit: str = "") -> Progress:
+    """The job's progress as the command line asked: ``--json`` for JSON lines, ``--progress`` to report
+    on a pipe too (``progress.Progress``)."""
+    return Progress(what, json_lines=bool(args.json), show=True if getattr(args, "progress", False) else None, unit=unit)
 
 
 def command(parent, name: str, func, help: str) -> argparse.ArgumentParser:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .cli_output import command, emit
+from .cli_output import command, emit, progress_for, progress_option
 from .errors import InvalidInputError, RepairmemError
 
 __all__ = ["sql_commands"]
@@ -58,7 +58,7 @@ def cmd_sql_run(args):
                                            max_tokens=args.max_tokens, oracle=args.oracle))
     options = {"n_threads": args.threads} if args.threads and args.model.startswith("llama:") else {}
     out = run(config, Path(args.out), resume=args.resume, jobs=args.jobs, model_options=options,
-              show_progress=not args.json, suite_dir=args.suite)
+              show_progress=lambda what: progress_for(args, what, "episodes"), suite_dir=args.suite)
     emit(args, {"out": str(out)}, lambda: f"run written to {out}")
     return 0
 
@@ -114,6 +114,7 @@ def sql_commands(sub) -> None:
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--encoder", default="default")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default 2)")
+    progress_option(p)
     oracle_options(p, "verify")
     p = command(sql, "report", cmd_sql_report, "tables (paper's Tables 1-4), plots and an HTML page from a run's records")
     p.add_argument("run_dir", nargs="+", help="a run folder, or several of one configuration (streams run "

@@ -52,7 +52,8 @@ class Lifecycle:
             check_int(memory_id, "memory_id", low=1, where="forget")
             self._owned_memory(memory_id, namespace, "forget")
             gone = self._store.forget([memory_id], actor=actor, reason=reason)
-        self._index.sync()
+        if self._index is not None:
+            self._index.sync()
         return gone
 
     def forgettable(self, namespace: str) -> int:
@@ -78,7 +79,8 @@ class Lifecycle:
         reason = _who(reason, actor, "correct")
         self._owned_memory(memory_id, namespace, "correct")
         corrected = self._store.correct(memory_id, mask_secrets(fix), actor=actor, reason=reason)
-        self._index.sync()
+        if self._index is not None:
+            self._index.sync()
         return corrected
 
     def trust(self, memory_id: int, *, actor: str, reason: str = "",

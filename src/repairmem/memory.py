@@ -49,7 +49,7 @@ from .limits import bounded
 from .secrets import masked
 from .store import export_jsonl, import_jsonl, is_postgres_url, open_store
 from .store.scoped import view as _view
-from .types import Episode, MemoryVariant, Polarity, Scope
+from .types import Episode, MemoryVariant, Polarity, Scope, register_step_form
 
 __all__ = ["ADDED_FEATURES", "Diagnosis", "Memory", "Recall", "SqlFailure", "TerminalFailure"]
 
@@ -101,7 +101,7 @@ class Memory:
     forget, forgettable, correct, trust, history = map(verb, (Lifecycle.forget, Lifecycle.forgettable,
                                                            Lifecycle.correct, Lifecycle.trust, Lifecycle.history))
 
-    def __init__(self, store, index: MemoryIndex, *, policy: Policy | Gate | None = None,
+    def __init__(self, store, index: MemoryIndex | None, *, policy: Policy | Gate | None = None,
                  retrieval: RetrievalConfig | str | None = None, namespace: str | None = None,
                  audit: AuditLog | None = None, policy_path: str | Path | None = None, ledger=None,
                  reward_config: RewardConfig = RewardConfig(), token_budget: int = 4000,
@@ -127,6 +127,9 @@ class Memory:
         if not self._domains or not all(isinstance(d, Domain) for d in self._domains):
             raise InvalidInputError("Memory: domains must be a non-empty sequence of Domain objects "
                                     "(see repairmem.domains)")
+        for domain in self._domains:        # a domain's own text form of its steps (``types.normalize_step``)
+            if getattr(domain, "step_form", None) is not None:
+                register_step_form(domain.kind, domain.step_form)
         if isinstance(policy, Gate):     # a gate restored by the caller (a resumed run)
             self._gate, audit = policy, policy.audit
         else:
@@ -146,9 +149,13 @@ class Memory:
              namespace: str | None = None, retrieval: RetrievalConfig | str | None = None,
              audit: str | Path | bool = True, state: str | Path | None = None, read_only: bool = False,
              ledger: str = "store", resume: str | Path | None = None, policy_params: dict | None = None,
-             namespaces: Iterable[str] | None = None, **options) -> "Memory":
+             namespaces: Iterable[str] | None = None, on_progress: Callable[[int, int], None] | None = None,
+             **options) -> "Memory":
         """Open (creating) the store at ``path`` (a file, ``":memory:"`` or a ``postgresql://`` URL).
-        ``encoder``: a spec (``default``, ``hashing``, ...) or an encoder. With a policy, the gate's
+        ``encoder``: a spec (``default``, ``hashing``, ...) or an encoder; ``"none"`` opens it without
+        retrieval (record, import, export, list, forget: the memories written are embedded at the next
+        open with an encoder; ``recall`` is refused). ``on_progress(done, total)`` is told while the
+        index is built at open and while ``import_`` embeds (a bulk job's progress). With a policy, the gate's
         decisions, rewards and learned state go to ``STATE.audit.db`` (each feedback one transaction,
         so processes sharing it lose no update; ``STATE.gate.json`` without an audit log), where STATE is ``state`` (a path prefix; a folder holds ``gate.audit.db``) or, for a file store, the store's own path; a shared
         PostgreSQL store needs ``state`` (each agent's gate is its own). ``policy=None`` always injects.
@@ -177,8 +184,12 @@ class Memory:
         if is_url and policy is not None and state is None:
             raise InvalidInputError(f"{redact(path)}: a gated Memory over a shared store keeps its gate locally; "
                                     "pass state=PATH_PREFIX (e.g. ~/.repairmem/agent1) or policy=None")
-        enc = resolve_encoder(encoder) if encoder is None or isinstance(encoder, str) else encoder
-        store = open_store(path, embedder=MemoryEmbedder(enc), read_only=read_only)
+        if isinstance(encoder, str) and encoder.strip().lower() == "none":
+            enc = None       # no retrieval: what moves and tends memories (import, export, list, forget)
+        else:
+            enc = resolve_encoder(encoder) if encoder is None or isinstance(encoder, str) else encoder
+        embedder = None if enc is None else MemoryEmbedder(enc, on_progress=on_progress)
+        store = open_store(path, embedder=embedder, read_only=read_only)
         log = None
         try:
             in_memory = str(path) == ":memory:"
@@ -208,7 +219,8 @@ class Memory:
                     resolved, meta = load_gate_state(resume, audit=log, reward_config=reward_config)
                 policy_path = None
             view = _view(store, _binding(namespaces))
-            memory = cls(view, MemoryIndex(view, enc), policy=resolved, retrieval=retrieval, namespace=namespace,
+            index = None if enc is None else MemoryIndex(view, enc, on_progress=on_progress)
+            memory = cls(view, index, policy=resolved, retrieval=retrieval, namespace=namespace,
                          audit=log, policy_path=None if read_only else policy_path, namespaces=namespaces, **options)
             memory.resumed = meta
         except BaseException:
@@ -325,7 +337,7 @@ class Memory:
         query = domain.query(failure, diagnosis, position=position, query_id=query_id, namespace=ns)
         if self.namespaces is not None:     # what a bound Memory may read
             query = replace(query, namespaces=self.namespaces)
-        found = retrieve(self._index, query, config)
+        found = retrieve(self._retrieval_index(), query, config)
         ask_only = self._ask_only(found, ns)
         if ask_only:     # another project's memory not yet trusted here: never a warning, never injected ungated
             found = replace(found, negatives=tuple(s for s in found.negatives if s.memory.id not in ask_only),
@@ -382,7 +394,7 @@ class Memory:
         """The cosine of ``task`` and each candidate's question (its task), by memory id."""
         if not scored:
             return {}
-        vectors = self._index.encoder.encode([task, *(s.memory.question for s in scored)])
+        vectors = self._retrieval_index().encoder.encode([task, *(s.memory.question for s in scored)])
         return {s.memory.id: float(vectors[0] @ vectors[i]) for i, s in enumerate(scored, 1)}
 
     @staticmethod
@@ -421,8 +433,15 @@ class Memory:
         return len(self._store)
 
     @property
-    def encoder_name(self) -> str:
-        return self._index.encoder.name
+    def encoder_name(self) -> str | None:
+        """The encoder the memories' vectors come from (None: opened with ``encoder="none"``)."""
+        return None if self._index is None else self._index.encoder.name
+
+    def _retrieval_index(self) -> MemoryIndex:
+        if self._index is None:
+            raise InvalidInputError("this Memory was opened with encoder='none': it records, imports, exports, "
+                                    "lists and forgets, but cannot recall; open it with an encoder")
+        return self._index
 
     @property
     def schema_version(self) -> int:
@@ -567,8 +586,10 @@ class Memory:
                                                        "open_recalls": len(self._open)}
         return out
 
-    def export(self, out_dir: str | Path) -> dict[str, int]:
-        return export_jsonl(self._store, out_dir)
+    def export(self, out_dir: str | Path, *, on_progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Write the memories this Memory may read to ``out_dir``'s ``positive.jsonl`` and ``negative.jsonl``
+        (each file whole or not at all)."""
+        return export_jsonl(self._store, out_dir, on_progress=on_progress)
 
     def import_(self, files: Iterable[str | Path]) -> list[int]:
         """Import memory files (all or nothing); a memory of a kind no registered domain serves is refused."""

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .check import INT64_MAX, check_int, check_str
 from .errors import InvalidInputError
@@ -407,11 +407,26 @@ def normalize_command(command: str) -> str:
     return " ".join(command.split())
 
 
+_STEP_FORMS: dict[str, Callable[[str], str]] = {}
+
+
+def register_step_form(kind: str, form: Callable[[str], str]) -> None:
+    """Make ``form`` the text form of kind ``kind``'s steps (``normalize_step``). A domain's own rule,
+    registered by the domain (``domains.sql`` registers ``normalize_sql``; a foreign domain's
+    ``step_form``, when a ``Memory`` serves it). A kind keeps one form: a store compares identities
+    written by other processes, so another form for a registered kind is refused."""
+    known = _STEP_FORMS.get(kind)
+    if known is not None and getattr(known, "__func__", known) is not getattr(form, "__func__", form):
+        raise InvalidInputError(f"kind {kind!r} already has a step form ({getattr(known, '__qualname__', known)}); "
+                                "a kind's memories keep one identity")
+    _STEP_FORMS[kind] = form
+
+
 def normalize_step(kind: str, text: str) -> str:
-    """A memory's step in the form its identity and its embedded transition use: SQL's case-insensitive
-    form for kind ``sql``, white space collapsed for every other kind (commands, a foreign domain's
-    steps). The one place a kind's text form is chosen: a store computes identities without domains."""
-    return normalize_sql(text) if kind == "sql" else normalize_command(text)
+    """A memory's step in the form its identity and its embedded transition use: the form its domain
+    registered (``register_step_form``), white space collapsed for a kind that registered none
+    (commands, most foreign steps). A store computes identities without knowing domains."""
+    return _STEP_FORMS.get(kind, normalize_command)(text)
 
 
 SEEN_MAX = 5     # the failed steps a consolidated memory lists (``MemoryVariant.seen``)

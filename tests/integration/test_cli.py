@@ -81,13 +81,62 @@ def test_an_import_reports_its_embedding_progress_only_when_asked_on_a_pipe(tmp_
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["imported"] == 600
-    progress = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    lines = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    progress = [p for p in lines if p["progress"] == "embedding"]
     assert progress and progress[-1] == {"progress": "embedding", "done": 600, "total": 600}
     assert all(p["done"] <= p["total"] == 600 for p in progress)
+    assert lines[-1] == {"progress": "index", "done": 600, "total": 600}    # then the index it saves
     quiet = subprocess.run([sys.executable, "-m", "repairmem", "memory", "import", "--store", tmp_path / "b.db",
                             "--encoder", "hashing", "--json", tmp_path / "positive.jsonl"],
                            capture_output=True, text=True, timeout=180)
     assert quiet.returncode == 0 and not [line for line in quiet.stderr.splitlines() if line.startswith("{")]
+
+
+def _progress_lines(stderr: str, what: str) -> list[dict]:
+    return [p for p in (json.loads(line) for line in stderr.splitlines() if line.startswith("{"))
+            if p["progress"] == what]
+
+
+def test_reindex_embeds_a_store_written_with_another_encoder_and_reports_progress(tmp_path):
+    """Issue 45 item 3 / issue 47 item 2: ``memory reindex`` embeds every memory that has no vector of
+    the encoder (none yet, or another encoder's), writes the vectors back, reports JSON progress lines
+    under ``--json --progress``, and a second run embeds nothing; ``export`` reports its progress too."""
+    from repairmem.retrieval.encoders import resolve_encoder
+    from repairmem.store.jsonl import variant_to_record
+    from repairmem.types import MemoryVariant, Provenance
+    lines = [json.dumps(variant_to_record(MemoryVariant(
+        kind="terminal", polarity="+", namespace="p", failure_type="module_not_found", question=f"task {i}",
+        before=f"pytest t{i}", after=f".venv/bin/pytest t{i}", outcome="CORRECT",
+        provenance=(Provenance(f"q{i}", f"e{i}", i),)))) for i in range(2500)]
+    (tmp_path / "positive.jsonl").write_text("\n".join(lines) + "\n")
+    db = tmp_path / "a.db"
+    run_json("memory", "import", "--store", db, "--encoder", "hashing", tmp_path / "positive.jsonl")
+
+    def cli(*argv):
+        proc = subprocess.run([sys.executable, "-m", "repairmem", *map(str, argv), "--json", "--progress"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout), proc.stderr
+
+    got, err = cli("memory", "reindex", "--store", db, "--encoder", "hashing:64")
+    assert (got["memories"], got["embedded"]) == (2500, 2500)
+    progress = _progress_lines(err, "reindex")
+    assert [p["done"] for p in progress] == sorted(p["done"] for p in progress) and len(progress) >= 2
+    assert progress[-1] == {"progress": "reindex", "done": 2500, "total": 2500}
+    other = resolve_encoder("hashing:64").name
+    with open_store(db, read_only=True) as store:
+        ids = store.variant_ids()
+        assert store.vectors(other, ids)[0] == ids and store.vectors(resolve_encoder("hashing").name, ids)[0] == ids
+    again, _ = cli("memory", "reindex", "--store", db, "--encoder", "hashing:64")
+    assert again["embedded"] == 0
+    exported, err = cli("memory", "export", "--store", db, "--out", tmp_path / "out")
+    assert exported["files"]["positive.jsonl"] == 2500
+    progress = _progress_lines(err, "export")
+    assert progress[-1] == {"progress": "export", "done": 2500, "total": 2500}
+    quiet = subprocess.run([sys.executable, "-m", "repairmem", "memory", "reindex", "--store", str(db),
+                            "--encoder", "hashing:32"], capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0 and quiet.stderr == ""      # a pipe without --progress: silent
+    assert "2500 embedded now" in quiet.stdout
 
 
 def test_an_import_saves_the_index_so_the_first_open_maps_it(tmp_path, monkeypatch):

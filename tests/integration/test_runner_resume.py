@@ -18,6 +18,7 @@ from repairmem.bench.runner import RunConfig, run
 from repairmem.errors import InvalidInputError
 from repairmem.gate import AuditLog
 from repairmem.llm.replay import RecordingModel, ReplayModel
+from repairmem.progress import Progress
 from repairmem.retrieval.encoders import HashingEncoder
 from repairmem.store import open_store
 from tests.fixtures.mini_spider import ScriptedAnswerer, build_mini_spider
@@ -151,12 +152,19 @@ def test_a_resumed_run_counts_its_recorded_episodes_as_done(tmp_path, capsys, mo
     run(config, out, resume=True, model=ReplayModel(cassette), log=lambda s: None)
     shown = [s.strip() for s in capsys.readouterr().err.split("\r") if s.strip()]
     initial = [s for s in shown if s.startswith("initial predictions:")]
-    assert initial[-1].startswith(f"initial predictions: {total}/{total} episodes") and "ETA unknown" in initial[-1]
+    assert initial[-1].startswith(f"initial predictions: {total}/{total} episodes") and "eta_min=?" in initial[-1]
     repair = [s for s in shown if s.startswith("repair:")]
     repair = [s for s in repair if not s.startswith(f"repair: 0/{total} ")]          # the empty bar
     counts = list(dict.fromkeys(s.split(" |")[0] for s in repair))       # the recorded ones count at once
     assert counts == [f"repair: {n}/{total} episodes" for n in (kept, kept + 1, total)]
-    assert "ETA unknown" in repair[0] and "ETA 0.0 min" in repair[-1]
+    assert "eta_min=?" in repair[0] and "eta_min=0.0" in repair[-1]
+    records.write_text("".join(lines[:kept]))        # under --json: JSON lines, the last one the end
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    run(config, out, resume=True, model=ReplayModel(cassette), log=lambda s: None,
+        show_progress=lambda what: Progress(what, json_lines=True, show=True, unit="episodes"))
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert [(p["progress"], p["done"]) for p in lines][-1] == ("repair", total)
+    assert lines[-1]["total"] == total and lines[-1]["eta_min"] == 0.0 and lines[-1]["calls_per_s"] > 0
 
 
 def test_a_failed_start_leaves_no_run_and_a_mismatch_names_the_field(tmp_path):

@@ -127,7 +127,14 @@ def test_agent_run_takes_a_suite_by_name(tmp_path, capsys):
     argv = ["agent", "run", "--model", f"replay:{cassette}", "--memory", "none", "--task-ids", task.task_id,
             "--max-steps", "4", "--encoder", "hashing", "--sandbox", "none", "--json"]
     assert main(argv + ["--suite", "siblings", "--out", str(tmp_path / "run")]) == 0
-    assert json.loads(capsys.readouterr().out)["solved_by_pass"] == [1]
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["solved_by_pass"] == [1]
+    assert captured.err == ""                      # stderr is not a terminal, and no --progress
+    assert main(argv + ["--suite", "siblings", "--out", str(tmp_path / "shown"), "--progress"]) == 0
+    progress = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    assert progress[-1] | {"steps": 0, "tokens": 0} == {
+        "progress": "attempts", "done": 1, "total": 1, "attempt": f"pass 1 {task.task_id}", "passed": True,
+        "steps": 0, "stop": progress[-1]["stop"], "tokens": 0}
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["config"]["tasks_dir"] == str(bundled_tasks_dir("siblings"))
     for extra, message in [(["--suite", "nope"], "unknown task suite 'nope'; bundled suites: default, siblings, facts"),

@@ -261,3 +261,24 @@ def test_list_pages_newest_first_across_store_reads_and_filters(tmp_path, monkey
             memory.list(limit=0)
         with pytest.raises(InvalidInputError, match="verified must be"):
             memory.list(verified="yes")
+
+
+FAILURE = SqlFailure("question 2", "SELECT nme FROM t", "EXECUTION_ERROR", "no such column: nme", database="db")
+
+
+def test_a_memory_opened_without_an_encoder_moves_memories_but_does_not_recall(tmp_path):
+    """``encoder="none"``: record, export, import and list work and nothing is embedded (no index is
+    built, no encoder loaded); ``recall`` is a clear error; the next open with an encoder embeds them."""
+    ep = _episode(1, "db", "SELECT nme FROM t", "no such column: nme", "SELECT name FROM t")
+    with Memory.open(tmp_path / "m.db", encoder="none", policy=None, audit=False) as memory:
+        assert memory.encoder_name is None
+        kept = memory.record(ep)
+        counts = memory.export(tmp_path / "out")
+        with pytest.raises(InvalidInputError, match="encoder='none'"):
+            memory.recall(FAILURE, position=2, query_id="q2")
+    assert counts == {"positive.jsonl": 1, "negative.jsonl": 0} and not (tmp_path / "m.db.index").exists()
+    with Memory.open(tmp_path / "copy.db", encoder="none", policy=None, audit=False) as memory:
+        assert len(memory.import_([tmp_path / "out" / "positive.jsonl"])) == 1
+    with Memory.open(tmp_path / "m.db", encoder="hashing", policy=None, audit=False) as memory:
+        assert memory._index.embedded_on_sync == 1          # embedded once, at the first open with an encoder
+        assert memory.recall(FAILURE, position=2, query_id="q2").memory_ids == (kept.id,)

@@ -34,8 +34,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from tqdm import tqdm
-
 from ..agents.sql_repair import METHODS, NO_MEMORY_TOKENS_PER_REPAIR, LoopOptions, finalized_writes, method as get_method, run_episode
 from ..gate.reward import RewardConfig, outcome_reward
 from ..domains import SqlDomain
@@ -48,6 +46,7 @@ from ..llm.protocol import ChatModel
 from ..sql.datasets import Dataset, load_dataset
 from ..sql.suite import dataset_suite
 from ..files import append_jsonl, output_dir, read_jsonl_lines, write_atomic
+from ..progress import Progress
 from .initial import initial_predictions
 
 
@@ -88,29 +87,26 @@ def stream_order(dataset: Dataset, seed: int) -> list:
     return order
 
 
-class Progress:
-    """A tqdm bar on stderr with done/total, ETA, calls/s and tokens/s (thread-safe); silent when
-    stderr is not a terminal (a background run's log stays readable) or when disabled.
+class EpisodeProgress:
+    """Episodes done of a run, with its ETA, calls/s and tokens/s, shown by a ``progress.Progress``
+    (thread-safe: ``--jobs`` streams share it).
 
     Episodes a resumed run finds already recorded count as done but not towards the rates, so the
     ETA of a resumed run is the remaining work at this process's own pace.
     """
 
-    def __init__(self, total: int, label: str, enabled: bool = True) -> None:
-        self.total, self.label = total, label
+    def __init__(self, total: int, view: Progress) -> None:
+        self.total, self.view = total, view
         self.done = self.resumed = self.calls = self.tokens = 0
         self.start = time.monotonic()
         self.lock = threading.Lock()
-        self.bar = tqdm(total=total, desc=label, file=sys.stderr, dynamic_ncols=True,
-                        disable=None if enabled else True, mininterval=0, miniters=1,
-                        bar_format="{desc}: {n_fmt}/{total_fmt} episodes |{bar}|{postfix}")
 
     def skip(self, n: int = 1) -> None:
         """Count ``n`` episodes finished by an earlier process."""
         with self.lock:
             self.done += n
             self.resumed += n
-            self._show(n)
+            self._show()
 
     def add(self, record: dict[str, Any]) -> None:
         with self.lock:
@@ -123,18 +119,17 @@ class Progress:
     def tick(self) -> None:
         with self.lock:
             self.done += 1
-            self._show(1)
+            self._show()
 
-    def _show(self, n: int) -> None:
+    def _show(self) -> None:
         elapsed = max(time.monotonic() - self.start, 1e-9)
         fresh = self.done - self.resumed
-        eta = f"{elapsed / fresh * (self.total - self.done) / 60:.1f} min" if fresh else "unknown"
-        self.bar.set_postfix_str(f"ETA {eta}, {self.calls / elapsed:.2f} calls/s, "
-                                 f"{self.tokens / elapsed:.0f} tokens/s", refresh=False)
-        self.bar.update(n)
+        self.view(self.done, self.total,
+                  eta_min=round(elapsed / fresh * (self.total - self.done) / 60, 1) if fresh else None,
+                  calls_per_s=round(self.calls / elapsed, 2), tokens_per_s=round(self.tokens / elapsed))
 
     def close(self) -> None:
-        self.bar.close()
+        self.view.close()
 
 
 def _differences(old, new, prefix: str = "") -> list[str]:
@@ -220,7 +215,7 @@ def reward_config(method) -> RewardConfig:
 
 
 def run_stream(dataset: Dataset, method_name: str, seed: int, model: ChatModel, initial: dict, *,
-               options: LoopOptions, out: Path, encoder=None, progress: Progress | None = None,
+               options: LoopOptions, out: Path, encoder=None, progress: EpisodeProgress | None = None,
                stop_after: int | None = None, suite=None) -> Path:
     """Run (or continue) one (method, seed) stream; return its records file.
 
@@ -299,9 +294,10 @@ def _stream_memory(method, out: Path, run_id: str, recorded: int, order: list, e
 
 
 def run(config: RunConfig, out: Path, *, resume: bool = False, jobs: int = 1, model: ChatModel | None = None,
-        model_options: dict | None = None, encoder=None, show_progress: bool = True, suite_dir=None,
-        log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> Path:
-    """Run every (method, seed) stream of ``config`` into ``out``. The test-suite oracle verifies on
+        model_options: dict | None = None, encoder=None, show_progress: bool | Callable[[str], Progress] = True,
+        suite_dir=None, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> Path:
+    """Run every (method, seed) stream of ``config`` into ``out``; ``show_progress``: a bar on a terminal,
+    False for none, or the ``Progress`` of each job by its name (the CLI's). The test-suite oracle verifies on
     the dataset's suite (``suite_dir``, or built or found in the cache); its digest is kept in
     ``run.json`` and a resume must find the same suite."""
     out = Path(out)
@@ -339,13 +335,15 @@ def _run(config: RunConfig, out: Path, started: bool, *, jobs, model, model_opti
     write_atomic(out / "skipped.json", json.dumps(
         [{"example_id": ex.example_id, "db_id": ex.db_id, "reason": why} for ex, why in dataset.skipped], indent=1))
     log(f"{len(dataset.examples)} executable examples, {len(dataset.skipped)} skipped (database absent)")
-    first = Progress(len(dataset.examples), "initial predictions", show_progress)
+    views = show_progress if callable(show_progress) else (
+        lambda what: Progress(what, unit="episodes", show=None if show_progress else False))
+    first = EpisodeProgress(len(dataset.examples), views("initial predictions"))
     initial = initial_predictions(dataset.examples, dict(dataset.schemas), model, options=config.options,
                                   cache_path=out / "initial.jsonl",
                                   progress=lambda cached: first.skip() if cached else first.tick())
     first.close()
     streams = [(m, s) for s in config.seeds for m in config.methods]
-    progress = Progress(len(streams) * len(dataset.examples), "repair", show_progress)
+    progress = EpisodeProgress(len(streams) * len(dataset.examples), views("repair"))
     work = lambda ms: run_stream(dataset, ms[0], ms[1], model, initial, options=config.options, out=out,
                                  encoder=encoder, progress=progress, suite=suite)
     if jobs > 1:

@@ -36,7 +36,8 @@ from ..retrieval.hybrid import MERIT, RetrievalConfig, RetrievalQuery
 from ..sql.hints import schema_safe_hint
 from ..sql.prompts import render_memory
 from ..sql.schema import database_identifiers
-from ..types import Attempt, Episode, MemoryVariant, Outcome, Scope, memory_from_episode
+from ..types import (Attempt, Episode, MemoryVariant, Outcome, Scope, memory_from_episode, normalize_sql,
+                     register_step_form)
 from .base import Diagnosis, Shown, Situation, schema_fields
 
 RENDERINGS = ("merit", "hints", "by_action")
@@ -161,6 +162,7 @@ class SqlDomain:
     evidence = SQL_EVIDENCE
     schema = SQL_SCHEMA           # its failure in a request
     step = "sql"                  # a recorded attempt's step: {"sql": ...}
+    step_form = staticmethod(normalize_sql)     # a step's identity: case and spacing aside, literals kept
 
     def __post_init__(self) -> None:
         if self.render not in RENDERINGS:
@@ -241,3 +243,6 @@ class SqlDomain:
             return SqlFailure(**{**values, "status": status.value}, db_path=db_path)
         except InvalidInputError as exc:
             raise request_error(verb, str(exc)) from None
+
+
+register_step_form(SqlDomain.kind, SqlDomain.step_form)     # what every store's identities of SQL steps use

@@ -23,6 +23,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Callable
 
 import numpy as np
 
@@ -65,8 +66,10 @@ class _Block:
 class MemoryIndex:
     """BM25 over each memory's lexical text and exact inner product over its stored vector."""
 
-    def __init__(self, store, encoder, *, k1: float = 1.5, b: float = 0.75, persist: bool = True) -> None:
-        """``persist``: map and keep up to date the store's ``index_path`` folder, if it has one."""
+    def __init__(self, store, encoder, *, k1: float = 1.5, b: float = 0.75, persist: bool = True,
+                 on_progress: Callable[[int, int], None] | None = None) -> None:
+        """``persist``: map and keep up to date the store's ``index_path`` folder, if it has one;
+        ``on_progress(done, total)``: told after each chunk of the first sync (a rebuild, a re-embedding)."""
         self.store = store
         self.encoder = encoder
         self.bm25 = BlockedBM25(k1=k1, b=b)      # one BM25 index per dense block, same rows
@@ -92,7 +95,7 @@ class MemoryIndex:
         self._queries_lock = threading.Lock()
         if self._folder:
             self._load()
-        self.sync()
+        self.sync(on_progress=on_progress)
 
     def _identity(self) -> dict:
         return {"format": persist.FORMAT, "encoder": self.encoder.name, "dim": self.encoder.dim,
@@ -182,7 +185,7 @@ class MemoryIndex:
         if again:
             self._add(again)
 
-    def sync(self) -> int:
+    def sync(self, on_progress: Callable[[int, int], None] | None = None) -> int:
         """Add memories written since the last sync, after applying the forgets and corrections since
         (the store's ``lifecycle_mark`` moved); return how many were added."""
         mark = self.store.lifecycle_mark()
@@ -192,6 +195,8 @@ class MemoryIndex:
         new_ids = self.store.variant_ids(after=self._last_id)
         for start in range(0, len(new_ids), _SYNC_CHUNK):
             self._add(new_ids[start:start + _SYNC_CHUNK])
+            if on_progress is not None:
+                on_progress(min(start + _SYNC_CHUNK, len(new_ids)), len(new_ids))
         if (self._folder and len(self) and not self.store.read_only and not self._unlinked
                 and len(self) - self._saved >= max(_SAVE_MIN, self._saved // 100)):
             self._save()
@@ -331,14 +336,20 @@ class MemoryIndex:
         return matches.take(self._block_of.take(np.asarray(pool, dtype=np.int64))) if len(pool) else np.zeros(0)
 
 
-def build_and_save(path: str, encoder) -> str | None:
-    """Open the store at ``path``, build its retrieval index and save it (``STORE.index/``) now, as after a
-    bulk import: the next open maps it instead of rebuilding it (12 s at 100k memories, which an MCP
-    client waits for). None when saved, or when the store keeps no index (PostgreSQL builds it at each
-    open); else why it was not saved: the index is a cache, built again at the next open."""
+def build_and_save(path: str, encoder, on_progress: Callable[[int, int], None] | None = None) -> dict:
+    """Open the store at ``path``, build its retrieval index with ``encoder`` and save it (``STORE.index/``)
+    now, as after a bulk import or to re-embed a store written with another encoder: every memory
+    without a vector of ``encoder`` is embedded and its vector written back, so the next open maps the
+    index instead of rebuilding it (12 s at 100k memories, which an MCP client waits for).
+
+    Returns ``memories``, ``embedded`` (how many needed a vector) and ``problem``: None when saved, or
+    when the store keeps no index (PostgreSQL builds it at each open); else why it was not saved (the
+    index is a cache, built again at the next open; the vectors are committed)."""
     from ..store import open_store
-    try:
-        with open_store(path) as store:
-            return MemoryIndex(store, encoder).save_error if store.index_path else None
-    except Exception as exc:      # noqa: BLE001 - whatever failed here, the store's data is committed
-        return str(exc) or type(exc).__name__
+    with open_store(path) as store:
+        try:
+            index = MemoryIndex(store, encoder, on_progress=on_progress)
+        except Exception as exc:      # noqa: BLE001 - whatever failed here, the store's data is committed
+            return {"memories": None, "embedded": None, "problem": str(exc) or type(exc).__name__}
+        return {"memories": len(index), "embedded": index.embedded_on_sync,
+                "problem": index.save_error if store.index_path else None}

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Collection, Iterable
+from typing import Any, Callable, Collection, Iterable
 
 from ..check import INT64_MAX, check_int, json_type, parse_json
 from ..errors import ImportFormatError, InvalidInputError
@@ -174,14 +174,19 @@ def import_jsonl(store: MemoryStore, paths: Iterable[str | os.PathLike], *,
     return store.import_variants(variants)
 
 
-def export_jsonl(store: MemoryStore, out_dir: str | os.PathLike) -> dict[str, int]:
+def export_jsonl(store: MemoryStore, out_dir: str | os.PathLike, *,
+                 on_progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
     """Write ``positive.jsonl`` and ``negative.jsonl`` under ``out_dir``; each file appears whole or not at all.
 
-    The store is read first: a store that cannot be read leaves no folder behind."""
+    The store is read first: a store that cannot be read leaves no folder behind. ``on_progress(done,
+    total)`` is told every 1,000 memories written out and at the end."""
     by_file: dict[str, list[str]] = {name: [] for name in FILE_POLARITY}
-    for memory in store.all_variants():
+    memories = store.all_variants()
+    for done, memory in enumerate(memories, 1):
         name = "positive.jsonl" if memory.polarity is Polarity.POSITIVE else "negative.jsonl"
         by_file[name].append(json.dumps(variant_to_record(memory), ensure_ascii=False, sort_keys=True))
+        if on_progress is not None and (done % 1000 == 0 or done == len(memories)):
+            on_progress(done, len(memories))
     out = output_dir(out_dir)
     for name, lines in by_file.items():
         write_atomic(out / name, "".join(line + "\n" for line in lines))

@@ -32,6 +32,7 @@ from ...check import check_bool, check_int
 from ...errors import InvalidInputError
 from ...files import append_jsonl, output_dir, read_jsonl_lines, write_atomic
 from ...llm.protocol import ChatModel
+from ...progress import Progress
 from ..tasks import load_tasks
 from ..workspace import SANDBOXES, TaskSetupError, choose_sandbox
 from .actions import SYSTEM_PROMPT, TOOLS
@@ -101,12 +102,12 @@ def _package_versions() -> dict[str, str]:
 
 def run_agent(config: AgentRunConfig, out_dir: str | Path, *, model: ChatModel | None = None,
               encoder: Any = None, veto: Callable[[Hint], bool] = allow_hint, keep_workspaces: bool = False,
-              model_options: dict[str, Any] | None = None,
-              progress: Callable[[str], None] | None = None) -> Path:
+              model_options: dict[str, Any] | None = None, progress: Progress | None = None) -> Path:
     """Run (or resume) every pass of ``config`` into ``out_dir`` (module doc, "Runs").
 
     ``model``/``encoder`` override the specs in ``config`` (tests pass a replay model and a
-    ``HashingEncoder``); ``model_options`` go to ``resolve_model``.
+    ``HashingEncoder``); ``model_options`` go to ``resolve_model``; ``progress`` is told each attempt
+    (done, at most passes × tasks, and how it ended).
     """
     out_dir = Path(out_dir)
     setting = memory_setting(config.memory)
@@ -168,7 +169,8 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
     if model is None:
         from ...llm.models import resolve_model
         model = resolve_model(config.model, **(model_options or {}))
-    say = progress or (lambda line: None)
+    most = len(records) + sum(1 for p in range(1, config.passes + 1) for t in tasks
+                              if (p, t.task_id) not in done and not solved_in.get(t.task_id, p) < p)
     for p in range(1, config.passes + 1):
         open_tasks = [t for t in tasks if t.task_id not in solved_in or solved_in[t.task_id] >= p]
         for task in open_tasks:
@@ -194,9 +196,12 @@ def _run_passes(config, out_dir, tasks, setting, experience, seed_summary, hashe
                 solved_in.setdefault(task.task_id, p)
                 if experience is not None:
                     experience.add_verified(record, run_id, position)
-            say(f"pass {p} {task.task_id}: {'solved' if record['passed'] else 'failed'} "
-                f"({record['n_steps']} steps, {record['stop_reason']}, "
-                f"{record['usage']['prompt_tokens'] + record['usage']['completion_tokens']} tokens)")
+            if progress is not None:
+                progress(len(records), most, attempt=f"pass {p} {task.task_id}", passed=bool(record["passed"]),
+                         steps=record["n_steps"], stop=record["stop_reason"],
+                         tokens=record["usage"]["prompt_tokens"] + record["usage"]["completion_tokens"])
+    if progress is not None:
+        progress.close()
     return out_dir
 
 
@@ -221,7 +226,8 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
                    task_ids: Sequence[str] | None = None, max_steps: int = 20, sandbox: str = "bwrap",
                    keep_workspaces: bool = False, threads: int | None = None, n_ctx: int = 16384,
                    json_out: bool = False, grounded: bool = False, write_file: bool = False,
-                   suite: str | None = None, cross_project: bool = False, cite_failure: bool = False) -> int:
+                   suite: str | None = None, cross_project: bool = False, cite_failure: bool = False,
+                   progress: Progress | None = None) -> int:
     """``repairmem agent run``: run or resume, then print the report. ``tasks`` is a task folder,
     ``suite`` names a bundled one (``BUNDLED_SUITES``); neither = the default suite, both = an error.
 
@@ -246,5 +252,5 @@ def agent_run_main(tasks: str | None, model: str, memory: str, out: str, *, pass
         if threads:
             options["n_threads"] = threads
     run_agent(config, out, keep_workspaces=keep_workspaces, model_options=options,
-              progress=None if json_out else (lambda line: print(line, file=sys.stderr, flush=True)))
+              progress=progress)
     return agent_report_main(out, json_out)
