@@ -153,3 +153,21 @@ def test_a_foreign_domain_that_names_the_cause_has_its_repeats_consolidated(tmp_
         again = memory.record(repeat, verified=True)
         assert again.id == first.id and again.support == 2 and len(memory) == 1
         assert set(again.variants_seen) == {"click #signin", "click #sign-in"}
+
+
+def test_a_foreign_domains_step_form_decides_which_memories_are_one(tmp_path):
+    """The domain's ``step_form`` (``action_form``: the verb's case and spacing aside) is the identity of
+    its steps in every store: the same failure and fix written ``Click  #login`` merges into the memory
+    written ``click #login`` (an unnamed cause does not consolidate, so only the step form can merge
+    them), and a selector of another case stays another memory."""
+    def unnamed(qid, position, fix):
+        return Episode(f"web/{position}", qid, position, "shop.example", "log in to the shop",
+                       (Attempt("click #signin", "EXECUTION_ERROR", "the page went blank"), Attempt(fix, "CORRECT")),
+                       kind="web", finalized=True)
+    with web_memory(tmp_path / "m.db") as memory:
+        first = memory.record(unnamed("q-1", 0, "click #login"), verified=True)
+        assert first.root_cause == "unknown" and not first.consolidates
+        again = memory.record(unnamed("q-2", 1, "Click   #login"), verified=True)
+        other = memory.record(unnamed("q-3", 2, "click #LOGIN"), verified=True)
+        assert again.id == first.id and again.support == 2
+        assert other.id != first.id and len(memory) == 2
