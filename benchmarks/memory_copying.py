@@ -8,7 +8,7 @@ table (a *copied* one)? Also: the share of shown memories that come from another
 step's shown memories are the gate's injection, or everything an ungated step retrieved
 (:func:`repairmem.bench.provenance.shown_ids`): a memory a gate retrieved but withheld cannot be
 copied. Streams without memory show the foreign-table rate alone, the base rate at which the model
-invents table names. Tables are read as the report reads them (``classify.sql_signatures.sql_parts``
+invents table names. Tables are read as the report reads them (``sql.parse.sql_parts``
 against ``sql.schema.database_identifiers``), so the foreign count equals the report's gate table.
 A stream's memories are rebuilt from its records in memory, as a resumed run rebuilds its store
 (the same ids: ``tests/integration/test_answer_memory.py``). Needs the dataset's databases; writes

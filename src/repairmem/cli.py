@@ -7,7 +7,6 @@ error messages) cannot drive the terminal with escape codes. Errors and store ad
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import os
 import sys
@@ -152,7 +151,8 @@ def _flags_request(verb: str, args) -> dict | None:
     given = {key: getattr(args, flag, None) for key, flag in (("memory_id", "id"), ("namespace", "namespace"),
                                                                ("fix", "fix"), ("reason", "reason"))}
     if verb == "trust":       # a person's word: theirs by default (the login name)
-        return {k: v for k, v in given.items() if v is not None} | {"actor": args.actor or getpass.getuser()}
+        from .service import login_name
+        return {k: v for k, v in given.items() if v is not None} | {"actor": args.actor or login_name()}
     if verb in ("show", "history"):
         return {"memory_id": args.memory_id}
     if verb == "list":
@@ -221,26 +221,49 @@ def cmd_agent_report(args):
 
 # -- classify ----------------------------------------------------------------------------------
 
-def cmd_classify_sql(args):
-    from .classify.sql import classify_sql
-    diagnosis = classify_sql(Outcome.parse(args.status), args.error, args.sql, question=args.question)
-    emit(args, diagnosis, lambda: f"{diagnosis.failure_type.value}"
-          + (f" / {diagnosis.subtype}" if diagnosis.subtype else "") + f"  (rule {diagnosis.rule})")
+def _sql_shorthand(args) -> dict:
+    """``classify sql``'s flags as the SQL failure a request sends."""
+    return {"question": args.question or "", "sql": args.sql or "", "status": args.status, "error": args.error or ""}
 
 
-def cmd_classify_terminal(args):
-    from .classify.terminal import classify_terminal
+def _terminal_shorthand(args) -> dict:
+    """``classify terminal``'s flags as the terminal failure a request sends: the log file's tail (or
+    standard input's), undecodable bytes made U+FFFD as in a log file."""
     if args.log == "-":
-        log = _stdin_text("replace", tail=True)     # like a log file: undecodable bytes become U+FFFD
+        log = _stdin_text("replace", tail=True)
     else:
         try:
             log = _file_text(args.log, "replace", tail=True)
         except OSError as exc:
             raise RepairmemError(f"{args.log}: cannot read log ({exc.strerror})") from None
-    from .limits import bounded_text
-    diagnosis = classify_terminal(bounded_text(log), command=args.command)     # as a recall would read it
-    emit(args, diagnosis, lambda: f"{diagnosis.family} / {diagnosis.root_cause}  "
-          f"(confidence {diagnosis.confidence:.2f}, rule {diagnosis.rule})")
+    return {"command": args.command or "", "log": log}
+
+
+SHORTHANDS = {"sql": _sql_shorthand, "terminal": _terminal_shorthand}    # ``classify KIND``: its flags as a failure
+
+
+def cmd_classify(args):
+    """What a registered domain's ``diagnose`` reads off a failure, as a recall reads it (its texts
+    bounded first): ``--failure JSON`` goes to the domain whose fields it uses (as in ``memory recall``;
+    ``--domain`` registers a foreign one), a shorthand's flags to the domain of its kind."""
+    from dataclasses import asdict
+    from .check import parse_json
+    from .domains.base import domain_of_kind, parse_failure
+    from .limits import bounded
+    if (args.failure is None) == (args.classify_cmd is None):
+        raise InvalidInputError("classify: give either --failure JSON (a failure of any registered domain) or a "
+                                "shorthand, classify sql|terminal")
+    domains = _domains(args)
+    if args.failure is not None:
+        domain, failure = parse_failure(domains, parse_json(args.failure, where="--failure"), "classify")
+    else:
+        domain = domain_of_kind(domains, args.classify_cmd)
+        failure = domain.parse(SHORTHANDS[args.classify_cmd](args), verb="classify")
+    d, signatures = domain.diagnose(bounded(failure)[0])
+    found = {k: v for k, v in asdict(signatures).items() if v}
+    emit(args, {"kind": domain.kind, **asdict(d), "signatures": signatures},
+         lambda: "\n".join([f"{d.family} / {d.root_cause}  (confidence {d.confidence:.2f}, rule {d.rule})",
+                            *(f"  {k}: {v if isinstance(v, str) else ', '.join(v)}" for k, v in found.items())]))
 
 
 # -- demo --------------------------------------------------------------------------------------
@@ -463,16 +486,21 @@ def _agent_commands(sub) -> None:
 
 
 def _classify_commands(sub) -> None:
-    """``classify``: the deterministic failure classifiers."""
-    classify = sub.add_parser("classify", help="deterministic failure classifiers").add_subparsers(dest="classify_cmd", required=True)
-    p = _command(classify, "sql", cmd_classify_sql, "classify a failed SQL attempt")
-    p.add_argument("--status", required=True, choices=[o.value for o in Outcome] + [o.value.lower() for o in Outcome])
-    p.add_argument("--error")
-    p.add_argument("--sql")
-    p.add_argument("--question")
-    p = _command(classify, "terminal", cmd_classify_terminal, "classify a terminal / coding failure log")
-    p.add_argument("--command")
-    p.add_argument("--log", required=True, help="log file, or - for standard input")
+    """``classify``: a failure as its domain reads it; ``sql`` and ``terminal`` are shorthands."""
+    p = _command(sub, "classify", cmd_classify, "what a failure domain reads off a failure: its diagnosis (family, "
+                 "root cause, confidence, rule) and signatures")
+    p.add_argument("--failure", help='a failure of any registered domain as recall takes it, JSON: {"command", '
+                   '"log"} or {"question", "sql", "status", "error"} ...')
+    _domain_option(p)
+    shorthands = p.add_subparsers(dest="classify_cmd", title="shorthands (flags instead of --failure)")
+    s = _command(shorthands, "sql", cmd_classify, "a failed SQL attempt")
+    s.add_argument("--status", required=True, choices=[o.value for o in Outcome] + [o.value.lower() for o in Outcome])
+    s.add_argument("--error")
+    s.add_argument("--sql")
+    s.add_argument("--question")
+    s = _command(shorthands, "terminal", cmd_classify, "a terminal / coding failure log")
+    s.add_argument("--command")
+    s.add_argument("--log", required=True, help="log file, or - for standard input")
 
 
 def _version() -> str:

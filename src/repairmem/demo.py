@@ -31,11 +31,10 @@ from typing import Any, Callable
 
 from .agents.sql_repair import LoopOptions, SqlEnvironment, method as get_method, run_episode
 from .bench.initial import initial_predictions
-from .classify.sql import classify_sql
 from .errors import InvalidInputError, RepairmemError
 from .llm.models import resolve_model
 from .llm.replay import RecordingModel, ReplayModel
-from .domains import SqlDomain
+from .domains import SqlDomain, SqlFailure
 from .memory import Memory
 from .sql.datasets import Dataset, load_dataset
 from .sql.evidence import sample_values
@@ -129,13 +128,13 @@ def record_earlier(memory: Memory, examples, schemas, spec: list[dict], options:
         if failed.outcome is Outcome.CORRECT or fixed.outcome is not Outcome.CORRECT:
             raise InvalidInputError(f"{DATA}: earlier episode {ex.question!r} does not verify "
                                     f"(failed: {failed.outcome.value}, fixed: {fixed.outcome.value})")
-        d = classify_sql(failed.outcome, failed.error, item["failed"], question=ex.question,
-                         rows=failed.pred.rows if failed.outcome is Outcome.DENOTATION_MISMATCH else None)
+        d, _ = SqlDomain().diagnose(SqlFailure(ex.question, item["failed"], failed.outcome.value, failed.error or "",
+                                               rows=failed.pred.rows))     # typed as a recall types it
         episode = Episode(episode_id=f"earlier/{ex.example_id}", query_id=ex.example_id, position=position,
                           namespace=ex.db_id, question=ex.question, context=schemas[ex.db_id], method="earlier",
                           kind="sql", finalized=True,
-                          attempts=(Attempt(item["failed"], failed.outcome, failed.error or None, d.failure_type.value,
-                                            d.subtype), Attempt(item["fixed"], Outcome.CORRECT)))
+                          attempts=(Attempt(item["failed"], failed.outcome, failed.error or None, d.family,
+                                            d.root_cause), Attempt(item["fixed"], Outcome.CORRECT)))
         written.append(memory.record(episode))
     return written
 

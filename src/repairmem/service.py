@@ -52,16 +52,17 @@ session's rejection count starts again in each process.
 from __future__ import annotations
 
 import functools
+import getpass
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .check import INT64_MAX, check_bool, check_int, check_label, plain_json, request_error, request_object, request_str
 from .check import json_type as _type
 from .errors import InvalidInputError, RepairmemError
 from .gate.reward import FEEDBACK_FLAGS, Feedback
 from .domains import DEFAULT_DOMAINS, Domain
-from .domains.base import failure_shapes, first_of_each_kind, record_steps, request_domain
+from .domains.base import failure_shapes, first_of_each_kind, parse_failure, record_steps
 from .gate.actions import warning
 from .memory import MAX_PAGE, Memory
 from .types import Attempt, Episode, Outcome, Scope
@@ -175,10 +176,7 @@ def parse_recall(request: Any, domains: tuple[Domain, ...] = DEFAULT_DOMAINS) ->
     query_id = _str(obj, "query_id", verb, empty=False)
     if "failure" not in obj or obj["failure"] is None:
         raise _fail(verb, f"missing field failure ({failure_shapes(domains)})")
-    raw = obj["failure"]
-    if not isinstance(raw, Mapping):
-        raise _fail(verb, f"failure must be a JSON object, got {_type(raw)}")
-    built = request_domain(domains, raw, verb).parse(raw, verb=verb)
+    _, built = parse_failure(domains, obj["failure"], verb)
     scope = None
     if obj.get("scope") is not None:
         text = _str(obj, "scope", verb)
@@ -496,6 +494,15 @@ def trust(memory: Memory, request: Any) -> dict:
         raise _verb_error("trust", exc) from None
     return {"memory_id": trusted.id, "namespace": trusted.namespace, "trusted_by": req.actor,
             "history": memory.history(trusted.id)}
+
+
+def login_name() -> str:
+    """Who vouches when the person names nobody: the login name (the CLI's ``--actor`` default and the
+    page's); empty when the system has none (then they must say who they are)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return ""
 
 
 def memory_json(m, *, full: bool = False) -> dict:

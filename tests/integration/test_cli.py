@@ -222,10 +222,27 @@ def test_errors_are_clear_and_non_zero(tmp_path):
 
 def test_classify_sql_from_the_command_line():
     out = run_json("classify", "sql", "--status", "EXECUTION_ERROR", "--error", "no such column: nme")
-    assert out["failure_type"] == "Schema Linking"
+    assert (out["kind"], out["family"], out["root_cause"]) == ("sql", "Schema Linking", "no_such_column")
+    assert out["signatures"]["entities"] == ["column:nme"]
     out = run_json("classify", "sql", "--status", "DENOTATION_MISMATCH", "--sql", "SELECT name FROM singer",
                    "--question", "Who is the oldest singer?")
-    assert out["failure_type"] == "Result Mismatch"
+    # no rows were observed: the sub-type is read off the query, not taken for an empty result
+    assert (out["family"], out["root_cause"]) == ("Result Mismatch", "missing_order_limit")
+
+
+def test_classify_any_failure_given_as_json_goes_to_its_domain():
+    """``classify --failure JSON``: the domain whose fields the failure uses diagnoses it, as a recall
+    would (the shorthands make the same JSON from their flags)."""
+    log = "E   ModuleNotFoundError: No module named 'yaml'"
+    out = run_json("classify", "--failure", json.dumps({"command": "pytest", "log": log}))
+    assert out == run_json("classify", "terminal", "--command", "pytest", "--log", "-", stdin=log)
+    assert (out["kind"], out["family"]) == ("terminal", "module_not_found")
+    sql = {"question": "q", "sql": "SELECT x FROM t", "status": "EXECUTION_ERROR", "error": "no such column: x"}
+    assert run_json("classify", "--failure", json.dumps(sql))["family"] == "Schema Linking"
+    code, _, err = run("classify", "--failure", json.dumps({"question": "q", "command": "pytest"}))
+    assert code == 2 and "failure mixes" in err
+    code, _, err = run("classify")
+    assert code == 2 and "give either --failure JSON" in err
 
 
 def test_classify_terminal_reads_a_log_from_stdin():

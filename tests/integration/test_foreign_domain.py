@@ -171,3 +171,14 @@ def test_a_foreign_domains_step_form_decides_which_memories_are_one(tmp_path):
         other = memory.record(unnamed("q-3", 2, "click #LOGIN"), verified=True)
         assert again.id == first.id and again.support == 2
         assert other.id != first.id and len(memory) == 2
+
+
+def test_classify_reads_a_foreign_failure_through_its_domain():
+    """``repairmem classify --failure JSON --domain ...``: the foreign domain's own ``diagnose``, printed
+    as the built-in ones are; without the domain the failure's fields are refused."""
+    code, out, err = cli("classify", "--failure", json.dumps(FAILURE), "--domain", SPEC)
+    assert code == 0, err
+    assert (out["kind"], out["family"], out["root_cause"]) == ("web", "element_missing", "stale_selector")
+    assert out["signatures"]["command"] == "click #signin" and out["signatures"]["paths"] == ["/cart"]
+    code, refused, _ = cli("classify", "--failure", json.dumps(FAILURE))
+    assert code == 2 and "unknown field failure." in refused["error"]

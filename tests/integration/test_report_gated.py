@@ -12,10 +12,10 @@ from repairmem.agents.sql_repair import LoopOptions
 from repairmem.bench.gating import DATABASES_NOT_FOUND, gate_blocks, gate_stream_metrics, paired_final
 from repairmem.bench.report import main_report, render_markdown, write_report
 from repairmem.bench.runner import RunConfig, run
-from repairmem.classify.sql_signatures import sql_parts
 from repairmem.errors import InvalidInputError
 from repairmem.llm.replay import RecordingModel, ReplayModel
 from repairmem.retrieval.encoders import HashingEncoder
+from repairmem.sql.parse import sql_parts
 from tests.fixtures.mini_spider import SCRIPT, ScriptedAnswerer, build_mini_spider
 
 pytest.importorskip("matplotlib", reason="the report draws its plots with matplotlib (pip install matplotlib)")

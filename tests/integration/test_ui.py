@@ -112,6 +112,20 @@ def test_filters_narrow_the_list(client, store):
     assert empty.status_code == 200 and 'id="empty"' in empty.text
 
 
+def test_since_narrows_the_list_as_memory_list_since_does(client, store):
+    path, ids = store
+    with Memory.open(path, encoder="hashing", policy=None, read_only=True) as memory:
+        first = {m["memory_id"]: m["first_seen"] for m in service.call(memory, "list", {})["memories"]}
+        for since in sorted(set(first.values()) | {max(first.values()) + 1}):
+            expected = [m["memory_id"] for m in service.call(memory, "list", {"since": since})["memories"]]
+            assert _ids(client.get("/", params={"since": since}).text) == expected
+            assert expected == sorted((i for i, at in first.items() if at >= since), reverse=True)
+    later = first[ids["curl"]]
+    narrowed = client.get("/", params={"since": later, "namespace": "proj-a", "q": "make"}).text
+    assert _ids(narrowed) == [ids["xss"]] and 'name="since" min="0" value="%d"' % later in narrowed
+    assert 'id="empty"' in client.get("/", params={"since": max(first.values()) + 1}).text
+
+
 def test_pages_follow_next_before(client, store):
     _, ids = store
     newest = sorted(ids.values(), reverse=True)
@@ -134,6 +148,8 @@ def test_search_pages_too(client, store):
     ({"limit": "500"}, "limit must be an integer from 1 to 200"),
     ({"limit": "ten"}, "limit must be an integer"),
     ({"before": "-3"}, "before must be an integer"),
+    ({"since": "yesterday"}, "since (a stream position, as memory list --since) must be an integer from 0"),
+    ({"since": "-1"}, "since (a stream position"),
     ({"namespace": "tab\there"}, "namespace"),
     ({"q": "x" * 201}, "at most 200 characters"),
 ])
@@ -188,6 +204,7 @@ def test_stored_markup_renders_inert(client, store):
     _, ids = store
     for page in (client.get("/").text, client.get(f"/memory/{ids['xss']}").text,
                  client.get(f"/memory/{ids['xss']}/forget").text, client.get(f"/memory/{ids['xss']}/correct").text,
+                 client.get(f"/memory/{ids['xss']}/trust").text,
                  client.get("/", params={"q": "<script>"}).text):
         assert "<script" not in page and "<img" not in page and "make <b>" not in page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -212,6 +229,62 @@ def test_forget_goes_through_a_confirmation_and_the_form_token(client, store):
     assert gone.status_code == 410 and "pipes a script into sudo" in gone.text and ">ui<" in gone.text
     with Memory.open(path, encoder="hashing", policy=None, read_only=True) as memory:
         assert ids["curl"] not in [m["memory_id"] for m in service.call(memory, "list", {})["memories"]]
+
+
+def _fix_seen(page: str) -> str:
+    return re.search(r'name="fix_seen" value="(\w+)"', page).group(1)
+
+
+def test_trust_goes_through_a_confirmation_and_the_form_token(client, store):
+    path, ids = store
+    page = client.get(f"/memory/{ids['curl']}").text
+    assert "no person vouched for it" in page and 'id="trust-it"' in page
+    before = _files(path)
+    confirm = client.get(f"/memory/{ids['curl']}/trust")
+    assert confirm.status_code == 200 and 'name="form_token" value="t0ken"' in confirm.text
+    assert 'id="warning"' in confirm.text and "pipes a download into a shell" in confirm.text     # kept in view
+    assert 'id="unverified"' in confirm.text and 'id="confirm-trust"' in confirm.text
+    assert _files(path) == before
+    form = {"fix_seen": _fix_seen(confirm.text), "actor": "alice", "reason": "read the script"}
+    assert client.post(f"/memory/{ids['curl']}/trust", data=form).status_code == 403              # no token
+    assert client.post(f"/memory/{ids['curl']}/trust", data={**form, "form_token": "guess"}).status_code == 403
+    stale = client.post(f"/memory/{ids['curl']}/trust", data={**form, "form_token": "t0ken", "fix_seen": "0" * 16})
+    assert stale.status_code == 409 and "not the one the confirmation showed" in stale.text
+    assert _files(path) == before
+    done = client.post(f"/memory/{ids['curl']}/trust", data={**form, "form_token": "t0ken"}, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == f"/memory/{ids['curl']}?trusted=1"
+    shown = client.get(done.headers["location"]).text
+    trust = re.search(r'<dd id="trust">(.*?)</dd>', shown).group(1)
+    assert "You vouched for it" in shown and "alice" in trust and "read the script" in trust
+    assert 'id="trust-it"' not in shown                                    # trusted: no button
+    again = client.get(f"/memory/{ids['curl']}/trust")
+    assert again.status_code == 409 and "already trusted (by alice" in again.text
+    assert client.post(f"/memory/{ids['curl']}/trust", data={**form, "form_token": "t0ken"}).status_code == 409
+    with Memory.open(path, encoder="hashing", policy=None, read_only=True) as memory:   # the CLI's verb wrote it
+        rows = [r for r in service.call(memory, "history", {"memory_id": ids["curl"]})["history"]
+                if r["action"] == "trust"]
+    assert [(r["actor"], r["reason"]) for r in rows] == [("alice", "read the script")]
+
+
+def test_trust_names_the_login_by_default_and_a_correction_ends_it(client, store, monkeypatch):
+    path, ids = store
+    monkeypatch.setattr("repairmem.service.getpass.getuser", lambda: "bob")
+    confirm = client.get(f"/memory/{ids['npm']}/trust").text
+    assert 'id="actor" value="bob"' in confirm
+    done = client.post(f"/memory/{ids['npm']}/trust", data={"form_token": "t0ken", "fix_seen": _fix_seen(confirm)})
+    assert done.status_code == 200 and "vouched for by <b>bob</b>" in done.text        # the redirect followed
+    client.post(f"/memory/{ids['npm']}/correct", data={"form_token": "t0ken", "step": "apply", "fix": "npm i && npm t"})
+    page = client.get(f"/memory/{ids['npm']}").text
+    assert "no person vouched for it" in page and 'id="trust-it"' in page
+
+
+def test_trust_of_a_missing_or_forgotten_memory_is_refused(client, store):
+    _, ids = store
+    for r in (client.get("/memory/999/trust"), client.post("/memory/999/trust", data={"form_token": "t0ken"})):
+        assert r.status_code == 404 and "no memory #999" in r.text
+    client.post(f"/memory/{ids['xss']}/forget", data={"form_token": "t0ken"})
+    assert client.get(f"/memory/{ids['xss']}/trust").status_code == 410
+    assert client.get("/memory/abc/trust").status_code == 400
 
 
 def test_correct_reviews_then_applies(client, store):
@@ -247,11 +320,14 @@ def test_no_get_writes_anything(client, store):
     path, ids = store
     client.get("/")                    # the first answers may settle what opening left
     before = _files(path)
-    for address in ("/", "/picture", "/?verified=no", "/?q=pip", f"/memory/{ids['pip']}",
+    for address in ("/", "/picture", "/?verified=no", "/?q=pip", "/?since=1", "/?since=bad", f"/memory/{ids['pip']}",
                     f"/memory/{ids['pip']}/forget", f"/memory/{ids['pip']}/correct", "/memory/999",
-                    f"/memory/{ids['pip']}/forget?form_token=t0ken&reason=x"):
-        client.get(address)
+                    f"/memory/{ids['pip']}/forget?form_token=t0ken&reason=x", f"/memory/{ids['curl']}/trust",
+                    f"/memory/{ids['curl']}/trust?form_token=t0ken&actor=mallory", "/memory/999/trust",
+                    f"/memory/{ids['pip']}?trusted=1"):
+        assert client.get(address).status_code in (200, 400, 404)
     assert _files(path) == before
+    assert "no person vouched for it" in client.get(f"/memory/{ids['curl']}").text
 
 
 def test_what_another_process_records_meanwhile_is_listed(client, store):
@@ -396,48 +472,109 @@ def chrome(user_data: str, *, size: str = "1200,800"):
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
-def test_a_browser_clicks_from_the_list_to_a_memory_and_forgets_it(tmp_path):
-    from_list = tmp_path / "memory.db"
-    ids = build_store(from_list)
-    profile = tempfile.mkdtemp(prefix="repairmem-chromium-")
-    driver = None
-    proc = None
-    try:
-        driver = chrome(profile)
+class Browser:
+    """A headless chromium on a real ``repairmem ui`` over ``build_store``'s store (``ids`` its memories)."""
+
+    def __init__(self, driver, base: str, ids: dict[str, int], path: Path) -> None:
         from selenium.webdriver.common.by import By
+        self.driver, self.base, self.ids, self.path, self.By = driver, base, ids, path, By
+
+    def at(self, address: str) -> None:         # a click returns before the next page has loaded
         from selenium.webdriver.support import expected_conditions as arrived
         from selenium.webdriver.support.ui import WebDriverWait
+        WebDriverWait(self.driver, 15).until(arrived.url_to_be(self.base + address))
 
-        def at(address: str) -> None:          # a click returns before the next page has loaded
-            WebDriverWait(driver, 15).until(arrived.url_to_be(address))
+    def find(self, element_id: str):
+        return self.driver.find_element(self.By.ID, element_id)
+
+    def listed(self) -> list[int]:
+        rows = self.driver.find_elements(self.By.CSS_SELECTOR, "#memories tbody tr")
+        return [int(e.get_attribute("id").removeprefix("memory-")) for e in rows]
+
+
+@pytest.fixture()
+def browser(tmp_path):
+    path = tmp_path / "memory.db"
+    ids = build_store(path)
+    profile = tempfile.mkdtemp(prefix="repairmem-chromium-")
+    driver = proc = None
+    try:
+        driver = chrome(profile)
         port = _free_port()
-        proc = start_server(from_list, port)
-        base = f"http://127.0.0.1:{port}"
-        driver.get(base + "/")
-        assert driver.find_element(By.ID, f"memory-{ids['curl']}")
-        assert "risky command" in driver.find_element(By.ID, f"memory-{ids['curl']}").text
-        driver.find_element(By.LINK_TEXT, f"#{ids['curl']}").click()
-        at(f"{base}/memory/{ids['curl']}")
-        assert "pipes a download into a shell" in driver.find_element(By.ID, "warning").text
-        assert driver.find_element(By.ID, "fix").text == CURL
-        driver.find_element(By.ID, "forget").click()
-        at(f"{base}/memory/{ids['curl']}/forget")
-        driver.find_element(By.ID, "reason").send_keys("pipes a script into sudo")
-        driver.find_element(By.ID, "confirm-forget").click()
-        at(f"{base}/?forgotten={ids['curl']}")
-        assert f"Memory #{ids['curl']} was forgotten" in driver.find_element(By.ID, "banner").text
-        listed = [e.get_attribute("id") for e in driver.find_elements(By.CSS_SELECTOR, "#memories tbody tr")]
-        assert f"memory-{ids['curl']}" not in listed and f"memory-{ids['pip']}" in listed
-        # the markup memory is shown as text in a real browser too: no alert, the text on the page
-        driver.get(f"{base}/memory/{ids['xss']}")
-        assert driver.find_element(By.ID, "fix").text == XSS
-        assert not driver.find_elements(By.TAG_NAME, "script")
-        driver.find_element(By.ID, "nav-picture").click()
-        at(f"{base}/picture")
-        assert "proj-a" in driver.find_element(By.ID, "projects").text
+        proc = start_server(path, port)
+        yield Browser(driver, f"http://127.0.0.1:{port}", ids, path)
     finally:
         if driver is not None:
             driver.quit()
         if proc is not None:
             stop_server(proc)
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_a_browser_filters_the_list_and_reads_a_memory_its_decisions_and_the_picture(browser):
+    from selenium.webdriver.support.ui import Select
+    b, ids = browser, browser.ids
+    with Memory.open(b.path, encoder="hashing", policy=None, read_only=True) as memory:
+        since = service.call(memory, "show", {"memory_id": ids["xss"]})["first_seen"]
+    b.driver.get(b.base + "/")
+    assert b.listed() == sorted(ids.values(), reverse=True)
+    Select(b.driver.find_element(b.By.NAME, "namespace")).select_by_value("proj-a")
+    b.driver.find_element(b.By.CSS_SELECTOR, "#filters button[type=submit]").click()
+    b.at("/?namespace=proj-a&cause=&verified=&since=&q=&limit=20")
+    assert b.listed() == [ids["xss"], ids["pip"]]
+    b.find("since").send_keys(str(since))
+    b.driver.find_element(b.By.CSS_SELECTOR, "#filters button[type=submit]").click()
+    b.at(f"/?namespace=proj-a&cause=&verified=&since={since}&q=&limit=20")
+    assert b.listed() == [ids["xss"]]
+    b.driver.get(b.base + "/?namespace=proj-a")
+    b.driver.find_element(b.By.LINK_TEXT, f"#{ids['pip']}").click()
+    b.at(f"/memory/{ids['pip']}")
+    assert b.find("fix").text == "pip install requests && pytest tests/"
+    decisions = b.driver.find_elements(b.By.CSS_SELECTOR, "table#decisions tbody tr")    # why it was shown
+    assert decisions and "proj-a" in decisions[0].text and "verified" in decisions[0].text
+    assert "no person vouched for it" in b.find("trust").text
+    b.find("nav-picture").click()
+    b.at("/picture")
+    assert "proj-a" in b.find("projects").text and b.find("action-mix").is_displayed()
+    assert not b.driver.find_elements(b.By.TAG_NAME, "script")
+
+
+def test_a_browser_trusts_another_projects_memory_after_its_confirmation(browser):
+    b, ids = browser, browser.ids
+    b.driver.get(b.base + "/")
+    b.driver.find_element(b.By.LINK_TEXT, f"#{ids['curl']}").click()
+    b.at(f"/memory/{ids['curl']}")
+    b.find("trust-it").click()
+    b.at(f"/memory/{ids['curl']}/trust")
+    assert b.find("warning").is_displayed() and "pipes a download into a shell" in b.find("warning").text
+    assert b.find("unverified").is_displayed()
+    b.find("actor").clear()
+    b.find("actor").send_keys("carol")
+    b.find("reason").send_keys("read the script, it is ours")
+    b.find("confirm-trust").click()
+    b.at(f"/memory/{ids['curl']}?trusted=1")
+    assert "You vouched for it" in b.find("banner").text
+    assert "vouched for by carol" in b.find("trust").text and "it is ours" in b.find("trust").text
+    assert not b.driver.find_elements(b.By.ID, "trust-it")                # trusted: no button any more
+    assert "carol" in b.find("history").text and "trust" in b.find("history").text
+
+
+def test_a_browser_clicks_from_the_list_to_a_memory_and_forgets_it(browser):
+    b, ids = browser, browser.ids
+    b.driver.get(b.base + "/")
+    assert "risky command" in b.find(f"memory-{ids['curl']}").text
+    b.driver.find_element(b.By.LINK_TEXT, f"#{ids['curl']}").click()
+    b.at(f"/memory/{ids['curl']}")
+    assert "pipes a download into a shell" in b.find("warning").text
+    assert b.find("fix").text == CURL
+    b.find("forget").click()
+    b.at(f"/memory/{ids['curl']}/forget")
+    b.find("reason").send_keys("pipes a script into sudo")
+    b.find("confirm-forget").click()
+    b.at(f"/?forgotten={ids['curl']}")
+    assert f"Memory #{ids['curl']} was forgotten" in b.find("banner").text
+    assert ids["curl"] not in b.listed() and ids["pip"] in b.listed()
+    # the markup memory is shown as text in a real browser too: no alert, the text on the page
+    b.driver.get(f"{b.base}/memory/{ids['xss']}")
+    assert b.find("fix").text == XSS
+    assert not b.driver.find_elements(b.By.TAG_NAME, "script")

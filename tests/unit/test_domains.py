@@ -10,10 +10,10 @@ import pytest
 from repairmem import Memory
 from repairmem.agents.terminal.experience import ExperienceDomain, HintQuery
 from repairmem.domains import DEFAULT_DOMAINS, Domain, SqlDomain, SqlFailure, TerminalDomain, TerminalFailure
-from repairmem.classify.sql_signatures import sql_parts
 from repairmem.domains.sql import RENDERINGS, copies_foreign_names
 from repairmem.errors import InvalidInputError
 from repairmem.gate.actions import render
+from repairmem.sql.parse import sql_parts
 from repairmem.sql.prompts import MEMORY_BLOCK
 from repairmem.types import Attempt, Episode, MemoryVariant, Provenance
 from tests.fixtures.web_domain import WebDomain, WebFailure

@@ -1,14 +1,14 @@
 """The package layout shows the architecture: imports point one way, no cycles, no huge files.
 
 Direction of imports: ``cli → bench → agents → memory (→ lifecycle) → domains → {gate, retrieval, store, llm,
-classify, sql} → base`` (base: ``types``, ``errors``, ``check``, ``files``, ``untrusted``, ``addresses``,
+classify → sql} → base`` (base: ``types``, ``errors``, ``check``, ``files``, ``untrusted``, ``addresses``,
 ``sqlite_wal``, ``secrets``, ``walk``, ``limits``, ``progress``).
 Every module under ``src/repairmem`` is parsed with ``ast``; imports at any depth count (a
 function-level import is still a dependency), relative imports are resolved. Edges into the root
 package are not dependencies: ``repairmem/__init__.py`` is the public surface that re-exports.
 Checked: no cycles between modules; package-level edges only as ``ALLOWED`` says (``cli``,
 its ``cli_*`` parts, ``mcp_server`` and ``__main__`` may import anything); no module over ``MAX_LINES`` lines unless it is a data
-table (``templates*.py``, ``data*.py``).
+table (``templates*.py``, ``data*.py``); ``repairmem.classify`` imported by no module outside ``CLASSIFIER_READERS``.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ MID = {"gate", "retrieval", "store", "llm", "classify", "sql"}
 ALLOWED = {
     **{name: BASE for name in BASE},
     "store": BASE,
-    "classify": BASE,
+    "classify": BASE | {"sql"},                                   # its SQL rules read queries with sql.parse
     "llm": BASE,
-    "sql": BASE | {"classify"},
+    "sql": BASE,
     "retrieval": BASE | {"store"},
     "gate": BASE,                                                 # compares evidence; reads no classifier, no store
     "domains": BASE | {"classify", "sql", "retrieval", "gate"},   # what SQL and terminal mean, behind one protocol
@@ -41,9 +41,9 @@ ALLOWED = {
     "memory": BASE | {"gate", "retrieval", "store", "domains", "lifecycle", "recall"},   # knows no domain: dispatches to them
     "service": BASE | {"memory", "domains", "gate", "vocabulary"},             # JSON in and out of Memory, for the CLI and MCP
     "agents": BASE | {"memory", "domains", "sql", "llm"},        # memory only through Memory's verbs
-    "bench": BASE | MID | {"memory", "agents", "domains", "vocabulary"},
+    "bench": BASE | (MID - {"classify"}) | {"memory", "agents", "domains", "vocabulary"},
     "ui": BASE | {"service", "memory", "bench", "mcp_transport"},   # the page: the service's verbs, the report's numbers
-    "demo": BASE | {"classify", "llm", "sql", "memory", "agents", "bench", "domains"},   # the main job: the benchmark's loop, live
+    "demo": BASE | {"llm", "sql", "memory", "agents", "bench", "domains"},   # the main job: the benchmark's loop, live
 }
 ANYTHING = {"cli", "cli_output", "cli_sql", "cli_bulk", "mcp_server", "__main__"}
 
@@ -240,6 +240,7 @@ def test_memory_has_no_domain_branch():
 
 
 CORE = ("gate", "retrieval", "store", "memory", "service", "mcp_server", "cli", "types")
+CLASSIFIER_READERS = ("classify", "domains", "agents")    # the only packages that may import ``repairmem.classify``
 # where a stored memory's kind still chooses a rule: a store computes identities without domains
 def _kind_comparisons(path: Path) -> list[str]:
     """``file:function`` of each comparison of anything with a built-in kind's name in ``path``."""
@@ -260,22 +261,26 @@ def _kind_comparisons(path: Path) -> list[str]:
     return sorted(set(found))
 
 
+def _classifier_imports(graph: dict[str, dict[str, int]]) -> list[str]:
+    """``module -> classifier`` for each import of ``repairmem.classify`` by a module outside ``CLASSIFIER_READERS``."""
+    return [f"{name} -> {target}" for name, edges in sorted(graph.items()) if _layer(name) not in CLASSIFIER_READERS
+            for target in sorted(edges) if _layer(target) == "classify"]
+
+
 def test_the_core_compares_no_kind(tmp_path):
     """Issue 46: what differs between kinds reaches the core through a domain (its ``Evidence``, its
     ``schema`` and ``step``); no module of the core compares anything with a kind's name but the
-    identity rule of ``KIND_RULES`` (SQL's text form), and none imports a classifier."""
-    found, imports, graph = [], [], _graph()
-    for name, path in _modules().items():
-        if _layer(name) not in CORE:
-            continue
-        found += _kind_comparisons(path)
-        if _layer(name) != "cli":       # the ``classify`` commands print a classifier's own reading
-            imports += [f"{name} -> {target}" for target in graph[name] if _layer(target) == "classify"]
+    identity rule of ``KIND_RULES`` (SQL's text form), and no module but the classifiers', the domains'
+    and the agents' imports a classifier (the CLI's ``classify``, the demo, the benchmarks and SQL's
+    parsing go through a domain or ``sql.parse``)."""
+    found = [hit for name, path in _modules().items() if _layer(name) in CORE for hit in _kind_comparisons(path)]
     assert found == []
-    assert imports == []
-    probe = tmp_path / "kind_probe.py"          # the check sees a comparison where there is one
+    assert _classifier_imports(_graph()) == []
+    probe = tmp_path / "kind_probe.py"          # the checks see a comparison, an import, where there is one
     probe.write_text('def f(kind, text):\n    return text.lower() if kind == "sql" else text\n')
     assert _kind_comparisons(probe) == ["kind_probe.py:f"]
+    assert _classifier_imports({"repairmem.demo": {"repairmem.classify.sql": 3}, "repairmem.domains.sql": {
+        "repairmem.classify.sql": 31}}) == ["repairmem.demo -> repairmem.classify.sql"]
 
 
 def test_adding_a_failure_domain_touches_no_file_under_src():

@@ -69,17 +69,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 
 from ..errors import InvalidInputError
+from ..sql.parse import parse_query
 from ..types import Outcome, SqlFailureType
 
 __all__ = ["RESULT_MISMATCH_SUBTYPES", "RULES", "Rule", "SqlDiagnosis", "classify_sql"]
 
 _DBMS_NAMES = ("sqlite", "postgresql", "mysql")
 _MAX_ERROR_CHARS = 10_000   # error texts beyond this are tracebacks/dumps; the message is at the top
-_MAX_SQL_CHARS = 20_000     # bound sqlglot's work on pathological inputs
 _MAX_EVIDENCE_CHARS = 120
 
 
@@ -390,18 +389,6 @@ def _row_key(row: tuple[Any, ...]) -> Any:
         return row
     except TypeError:
         return repr(row)
-
-
-def parse_query(sql: Any) -> exp.Query | None:
-    """``sql`` as a sqlglot query (SQLite dialect), or None when it is not one (bounded, never raises)."""
-    if not isinstance(sql, str) or not sql.strip() or len(sql) > _MAX_SQL_CHARS:
-        return None
-    try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
-    except Exception:  # sqlglot raises several error types (and RecursionError) on bad input
-        return None
-    # sqlglot accepts garbage such as "selec * form" as an arithmetic expression: not a query.
-    return tree if isinstance(tree, exp.Query) else None
 
 
 def _in_window(node: exp.Expression) -> bool:

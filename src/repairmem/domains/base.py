@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import importlib
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
+from ..check import json_type, request_error
 from ..errors import InvalidInputError
 from ..gate.evidence import Evidence
 from ..retrieval.hybrid import RetrievalConfig, RetrievalQuery
@@ -126,6 +127,15 @@ def request_domain(domains: Sequence[Domain], failure: Mapping, verb: str) -> Do
                                                                        for k, f in sorted(used.items()))
                                 + "; send one kind")
     return kinds[next(iter(used))] if used else domains[0]
+
+
+def parse_failure(domains: Sequence[Domain], raw: Any, verb: str) -> tuple[Domain, Any]:
+    """A request's failure object read by the domain it is for (``request_domain``): that domain and
+    the failure it parsed, errors naming ``verb`` and the field (recall's request, ``classify --failure``)."""
+    if not isinstance(raw, Mapping):
+        raise request_error(verb, f"failure must be a JSON object, got {json_type(raw)}")
+    domain = request_domain(domains, raw, verb)
+    return domain, domain.parse(raw, verb=verb)
 
 
 def failure_shapes(domains: Sequence[Domain]) -> str:

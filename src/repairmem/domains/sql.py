@@ -72,7 +72,7 @@ def retrieval_config(name: str, **overrides: Any) -> RetrievalConfig:
 class SqlFailure:
     """A failed SQL attempt as the agent observed it. ``db_path`` (the SQLite file) lets the gate
     check a memory's tables and columns against the current database; ``rows`` (the query's own
-    result) refines a Result Mismatch."""
+    result; None: not observed, as in a request) refines a Result Mismatch: ``()`` is an empty result."""
 
     question: str
     sql: str
@@ -80,7 +80,7 @@ class SqlFailure:
     error: str = ""
     database: str = ""
     db_path: str | Path | None = None
-    rows: tuple = ()
+    rows: tuple | None = None
 
     kind = "sql"
 

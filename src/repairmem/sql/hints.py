@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..check import check_int
-from ..classify.sql import parse_query
 from ..types import MemoryVariant, Polarity, normalize_sql
 from ..untrusted import untrusted
 from .data_lessons import GENERIC_LESSON, LESSONS, TYPE_LESSONS
+from .parse import parse_query
 
 __all__ = ["SchemaSafeHint", "clause_diff", "lesson", "repeats_failed_direction", "schema_safe_hint"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from ..classify.sql_signatures import sql_parts
 from .evidence import _schema
+from .parse import sql_parts
 
 
 @lru_cache(maxsize=256)

@@ -3,8 +3,8 @@
 SQLite connections stay on the thread that opened them, and the page is served by an event loop
 (and, under a test client, from yet another thread), so the Memory is opened, used and closed on
 one worker thread of its own (``Store``). Reads are the read-only verbs (``service.READ_ONLY_VERBS``);
-``forget`` and ``correct`` are the only writes, and only a POST reaches them (``app``). The store's
-picture comes from the store report's numbers (``bench.store_report.store_metrics``, read-only).
+``forget``, ``trust`` and ``correct`` are the only writes, and only a POST reaches them (``app``). The
+store's picture comes from the store report's numbers (``bench.store_report.store_metrics``, read-only).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..errors import InvalidInputError
 __all__ = ["Store", "SEARCH_SCAN"]
 
 SEARCH_SCAN = 2000     # memories a text search reads per page before it says where it stopped
-WRITES = frozenset({"forget", "correct"})
+WRITES = frozenset({"forget", "trust", "correct"})
 
 
 class Store:

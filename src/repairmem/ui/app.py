@@ -1,11 +1,13 @@
 """The page as a Starlette app under uvicorn (the HTTP stack the MCP SDK already brings).
 
-Routes: ``GET /`` the memories (filters ``namespace``, ``cause``, ``verified`` = yes|no, ``q`` a text
-search, ``limit``, ``before`` for the next page); ``GET /memory/ID`` one memory; ``GET
-/memory/ID/forget`` and ``GET /memory/ID/correct`` the confirmations, ``POST`` to the same addresses
-the writes; ``GET /picture`` the store's picture. A GET never writes: only the two POSTs reach
-``forget`` and ``correct``, and each must carry the form token this server drew at start
-(``secrets.token_urlsafe``), which only its own pages hold, so another site cannot post for you.
+Routes: ``GET /`` the memories (filters ``namespace``, ``cause``, ``verified`` = yes|no, ``since`` a
+stream position as ``memory list --since``, ``q`` a text search, ``limit``, ``before`` for the next
+page); ``GET /memory/ID`` one memory; ``GET /memory/ID/forget``, ``/memory/ID/trust`` and
+``/memory/ID/correct`` the confirmations, ``POST`` to the same addresses the writes; ``GET /picture``
+the store's picture. A GET never writes: only the POSTs reach ``forget``, ``trust`` and ``correct``,
+and each must carry the form token this server drew at start (``secrets.token_urlsafe``), which only
+its own pages hold, so another site cannot post for you. ``trust`` is a person's word, as ``memory
+trust``'s: the actor is the name the form gives, the login name by default.
 
 Access (``Guard``): on a loopback host only requests naming a loopback ``Host`` are answered (a
 page elsewhere cannot reach it by rebinding a name to 127.0.0.1); with ``REPAIRMEM_MCP_TOKEN`` set
@@ -32,10 +34,11 @@ from starlette.routing import Route
 from ..addresses import is_loopback, is_postgres_address, redact
 from ..errors import InvalidInputError, RepairmemError
 from ..mcp_transport import TOKEN_ENV
+from ..service import login_name
 from .access import Store, check_exists
 from .pages import error_page, layout
-from .views import (LIMITS, VERIFIED, correct_body, forget_body, gone_body, list_body, memory_body, picture_body,
-                    review_body)
+from .views import (LIMITS, VERIFIED, correct_body, fix_digest, forget_body, gone_body, list_body, memory_body,
+                    picture_body, review_body, trust_body, trusted_by)
 
 __all__ = ["build_app", "serve", "HEADERS", "COOKIE"]
 
@@ -47,6 +50,8 @@ COOKIE = "repairmem_ui"
 MAX_FORM_BYTES = 64 * 1024
 MAX_QUERY = 200
 LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1"}
+BANNERS = {"corrected": "The fix was corrected; the original is in its history.",
+           "trusted": "You vouched for it: another project's agent may now be shown it as a verified fix."}
 
 
 class Refused(Exception):
@@ -150,6 +155,7 @@ def _filters(request: Request) -> dict:
     if len(text) > MAX_QUERY:
         raise Refused(400, f"q (the text search) may hold at most {MAX_QUERY} characters, got {len(text)}")
     return {"namespace": q.get("namespace") or None, "cause": q.get("cause") or None, "verified": verified,
+            "since": _int(q.get("since"), "since (a stream position, as memory list --since)", low=0),
             "q": text, "limit": _int(q.get("limit"), "limit", default=20, high=max(LIMITS))}
 
 
@@ -186,7 +192,7 @@ def build_app(shelf: Store, *, token: str = "", hosts: set[str] | None = None, f
     async def memories(request: Request):
         f = _filters(request)
         before = _int(request.query_params.get("before"), "before")
-        req = {k: v for k, v in (("namespace", f["namespace"]), ("cause", f["cause"])) if v}
+        req = {k: f[k] for k in ("namespace", "cause", "since") if f[k] is not None}
         req |= {"verified": f["verified"] == "yes"} if f["verified"] else {}
         got = await (shelf.search({**req, **({"before": before} if before else {})}, f["q"], f["limit"]) if f["q"]
                      else shelf.call("list", {**req, "limit": f["limit"], **({"before": before} if before else {})}))
@@ -208,19 +214,41 @@ def build_app(shelf: Store, *, token: str = "", hosts: set[str] | None = None, f
 
     async def memory(request: Request):
         m = await shown(request)
-        banner = ("The fix was corrected; the original is in its history."
-                  if request.query_params.get("corrected") else "")
+        banner = next((text for flag, text in BANNERS.items() if request.query_params.get(flag)), "")
         decisions = (None if is_postgres_address(shelf.address) and not shelf.audit   # its gates keep their own
                      else await shelf.decisions(m["memory_id"]))
         return page(f"Memory #{m['memory_id']}", memory_body(m, banner, decisions))
 
-    async def forget(request: Request):
-        m = await shown(request)
-        if request.method == "GET":
-            return page(f"Forget #{m['memory_id']}?", forget_body(m, form_token))
-        fields = await _form(request, form_token)
-        await shelf.call("forget", {"memory_id": m["memory_id"], "reason": fields.get("reason", ""), "actor": "ui"})
-        return RedirectResponse(f"/?forgotten={m['memory_id']}", status_code=303)
+    def confirmed(verb: str, body, request_of, done: str, refuse=lambda m, fields: ""):
+        """``/memory/ID/VERB``: GET the confirmation page (``body``), nothing written; POST (the form token
+        checked first) runs ``verb`` through the service with ``request_of(fields)`` and redirects to
+        ``done`` (its ``{id}`` filled). ``refuse(m, fields)`` (fields None on a GET) may answer 409."""
+        async def handler(request: Request):
+            m = await shown(request)
+            fields = None if request.method == "GET" else await _form(request, form_token)
+            if why := refuse(m, fields):
+                raise Refused(409, why)
+            if fields is None:
+                return page(f"{verb.capitalize()} #{m['memory_id']}?", body(m, form_token))
+            await shelf.call(verb, {"memory_id": m["memory_id"], **request_of(fields)})
+            return RedirectResponse(done.format(id=m["memory_id"]), status_code=303)
+        return handler
+
+    forget = confirmed("forget", forget_body, lambda fields: {"reason": fields.get("reason", ""), "actor": "ui"},
+                       "/?forgotten={id}")
+
+    def untrustable(m: dict, fields: dict | None) -> str:
+        if (by := trusted_by(m)) is not None:
+            return f"memory #{m['memory_id']} is already trusted (by {by['actor']}, at {by['at']}); nothing was changed"
+        if fields is not None and fields.get("fix_seen") != fix_digest(m):
+            return (f"memory #{m['memory_id']}'s fix is not the one the confirmation showed (it was corrected "
+                    "meanwhile, or the form is not this page's); open it again; nothing was changed")
+        return ""
+
+    trust = confirmed("trust", lambda m, t: trust_body(m, t, login_name()),
+                      lambda fields: {"actor": fields.get("actor", "").strip() or login_name(),
+                                      "reason": fields.get("reason", "")},
+                      "/memory/{id}?trusted=1", untrustable)
 
     async def correct(request: Request):
         m = await shown(request)
@@ -245,6 +273,7 @@ def build_app(shelf: Store, *, token: str = "", hosts: set[str] | None = None, f
     routes = [Route("/", memories), Route("/picture", picture), Route("/favicon.ico", no_icon),
               Route("/memory/{memory_id}", memory),
               Route("/memory/{memory_id}/forget", forget, methods=["GET", "POST"]),
+              Route("/memory/{memory_id}/trust", trust, methods=["GET", "POST"]),
               Route("/memory/{memory_id}/correct", correct, methods=["GET", "POST"])]
     refused = _refusal(shelf)
     handlers = {Exception: refused, Refused: refused, Gone: refused, RepairmemError: refused, 404: refused,

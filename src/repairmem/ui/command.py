@@ -4,7 +4,8 @@ from __future__ import annotations
 
 __all__ = ["add_command"]
 
-HELP = "a local web page over a store: list, search and show memories, forget or correct one, the store's picture"
+HELP = ("a local web page over a store: list, search and show memories, forget, trust or correct one, the store's "
+        "picture")
 
 
 def add_command(sub) -> None:

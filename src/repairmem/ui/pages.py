@@ -57,6 +57,7 @@ pre{background:#f6f8fa;padding:.6em .8em;border-radius:4px;white-space:pre-wrap;
 .box.ok{background:#dafbe1;border:1px solid #4ac26b}.box.err{background:#ffebe9;border:1px solid #ff8182}
 form.filters{display:flex;flex-wrap:wrap;gap:.6em;align-items:end;background:#f6f8fa;padding:.6em;border-radius:5px}
 form.filters label{display:flex;flex-direction:column;font-size:.8em;color:#57606a}
+form.filters input[type=number]{width:8em}
 input,select,textarea,button{font:inherit;font-size:.92em}textarea{width:100%;font-family:ui-monospace,monospace}
 button,.button{background:#f6f8fa;border:1px solid #d0d7de;border-radius:5px;padding:.25em .8em;color:#24292f;
 text-decoration:none;cursor:pointer;display:inline-block}
@@ -85,7 +86,7 @@ def layout(title: str, body: Safe, *, store: str) -> str:
 
 def error_page(status: int, message: str, *, store: str) -> str:
     titles = {400: "Bad request", 401: "Token needed", 403: "Refused", 404: "Not found", 405: "Method not allowed",
-              410: "Forgotten", 500: "Store error"}
+              409: "Nothing changed", 410: "Forgotten", 500: "Store error"}
     title = titles.get(status, "Error")
     body = render('<h1>{status} · {title}</h1><div class="box err" id="error">{message}</div>'
                   '<p><a href="/">Back to the memories</a></p>', status=status, title=title, message=message)

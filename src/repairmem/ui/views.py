@@ -1,15 +1,17 @@
-"""The page's views as HTML bodies: the list of memories, one memory, the forget and correct
+"""The page's views as HTML bodies: the list of memories, one memory, the forget, trust and correct
 confirmations, the store's picture. Each takes the service's JSON answers (``service``: ``list``,
 ``show``, ``stats``; the picture: ``bench.store_report.store_metrics``) and renders them through
 ``pages.render``, which escapes every value."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from .pages import Safe, badges, hidden, history_table, join, options, render, url
 
-__all__ = ["list_body", "memory_body", "forget_body", "correct_body", "review_body", "picture_body", "gone_body"]
+__all__ = ["list_body", "memory_body", "forget_body", "trust_body", "correct_body", "review_body", "picture_body",
+           "gone_body", "trusted_by", "fix_digest"]
 
 LIMITS = (20, 50, 100, 200)
 VERIFIED = {"": "any", "no": "unverified only", "yes": "verified only"}
@@ -21,7 +23,7 @@ def short(text: Any, n: int = 140) -> str:
 
 
 def list_body(page: dict, stats: dict, f: dict, banner: str = "") -> Safe:
-    """The memories (newest first) under the filters ``f`` (namespace, cause, verified, q, limit)."""
+    """The memories (newest first) under the filters ``f`` (namespace, cause, verified, since, q, limit)."""
     projects = stats.get("by_namespace") or {}
     summary = render('<p class="muted" id="summary">{n} memories in {p} project{s} · store schema {v}</p>',
                      n=stats.get("variants", 0), p=len(projects), s="" if len(projects) == 1 else "s",
@@ -35,12 +37,14 @@ def list_body(page: dict, stats: dict, f: dict, banner: str = "") -> Safe:
         '<label>project<select name="namespace">{ns}</select></label>'
         '<label>cause<select name="cause">{causes}</select></label>'
         '<label>verified<select name="verified">{verified}</select></label>'
+        '<label title="a stream position: a memory\'s page shows where it was first seen">first seen at or after'
+        '<input type="number" name="since" min="0" value="{since}" size="8" id="since"></label>'
         '<label>search<input type="search" name="q" value="{q}" placeholder="command, fix, cause..." size="28"></label>'
         '<label>per page<select name="limit">{limits}</select></label>'
         '<button type="submit">Filter</button><a class="muted" href="/">clear</a></form>',
         ns=options(sorted(projects), f["namespace"], any_label="every project"),
         causes=options(sorted(stats.get("by_failure_type") or {}), f["cause"], any_label="every cause"),
-        verified=verified, q=f["q"], limits=limits)
+        verified=verified, since=f["since"], q=f["q"], limits=limits)
     rows = join(_row(m) for m in page["memories"])
     table = render('<table id="memories"><thead><tr><th class="n">id</th><th>project</th><th>cause</th>'
                    '<th>what failed</th><th>the fix</th><th class="n" title="episodes that taught it">support</th>'
@@ -74,27 +78,58 @@ def _row(m: dict) -> Safe:
                   uses=c.get("uses", 0), verified=c.get("verified", 0), fp=c.get("false_positives", 0))
 
 
-def memory_body(m: dict, banner: str = "", decisions: list[dict] | None = None) -> Safe:
-    """One memory whole: the fix, what failed, its variants and support, where it came from, what
-    happened when it was shown (its counters), its history; forget and correct."""
-    mid = m["memory_id"]
+def trusted_by(m: dict) -> dict | None:
+    """The ``trust`` row of ``m``'s history still in force (a person vouched for the fix and no
+    correction came after it: the store's rule, ``trusted_abroad``), else None."""
+    rows = [r for r in m.get("history") or () if r.get("action") in ("trust", "correct")]
+    return rows[-1] if rows and rows[-1]["action"] == "trust" else None
+
+
+def fix_digest(m: dict) -> str:
+    """What the trust confirmation vouches for: a short hash of the fix it showed."""
+    return hashlib.sha256(str(m.get("fix")).encode()).hexdigest()[:16]
+
+
+def _boxes(m: dict) -> list[Safe]:
+    """A risky command's warning and an unverified memory's note: on its page and its confirmations."""
     boxes = []
-    if banner:
-        boxes.append(render('<div class="box ok" id="banner">{b}</div>', b=banner))
     if m.get("warning"):
         boxes.append(render('<div class="box warn" id="warning"><b>Risky command.</b> {w}</div>', w=m["warning"]))
     if m.get("unverified"):
         boxes.append(Safe('<div class="box note" id="unverified"><b>Unverified.</b> No check passed on this fix '
                           "when it was recorded: an agent sees it marked unverified until a verified feedback "
                           "confirms it.</div>"))
-    facts = render('<dl id="facts"><dt>project</dt><dd>{ns}</dd><dt>cause</dt><dd>{cause} <code>{ftype}</code></dd>'
+    return boxes
+
+
+def _trust(m: dict) -> Safe:
+    by = trusted_by(m)
+    if by is None:
+        return Safe("no person vouched for it: another project's agent is only asked about it (unless a check "
+                    "there verified it)")
+    return render("vouched for by <b>{who}</b> at {at}{why}: other projects may be shown it as a verified fix",
+                  who=by.get("actor"), at=by.get("at"), why=f" ({by['reason']})" if by.get("reason") else "")
+
+
+def memory_body(m: dict, banner: str = "", decisions: list[dict] | None = None) -> Safe:
+    """One memory whole: the fix, what failed, its variants and support, where it came from, whether a
+    person vouched for it, what happened when it was shown (its counters), its history; forget, trust
+    (unless it is trusted already) and correct."""
+    mid = m["memory_id"]
+    boxes = [render('<div class="box ok" id="banner">{b}</div>', b=banner)] if banner else []
+    boxes += _boxes(m)
+    facts = render('<dl id="facts"><dt>project</dt><dd>{ns}</dd><dt>trust</dt><dd id="trust">{trust}</dd>'
+                   '<dt>cause</dt><dd>{cause} <code>{ftype}</code></dd>'
                    '<dt>kind</dt><dd>{kind}, {polarity}</dd><dt>task</dt><dd>{task}</dd>'
                    "<dt>support</dt><dd>{support} episode{s} taught it; first seen at stream position {first}, "
                    "last at {last}</dd></dl>",
                    ns=m["namespace"], cause=m.get("cause"), ftype=f"{m.get('failure_type')}/{m.get('root_cause')}",
                    kind=m.get("kind"), polarity="a fix that worked" if m.get("polarity") == "positive"
                    else "a direction that did not work", task=m.get("task"), support=m.get("support"),
-                   s="" if m.get("support") == 1 else "s", first=m.get("first_seen"), last=m.get("last_seen"))
+                   s="" if m.get("support") == 1 else "s", first=m.get("first_seen"), last=m.get("last_seen"),
+                   trust=_trust(m))
+    trust = Safe("") if trusted_by(m) else render(
+        '<a class="button" id="trust-it" href="/memory/{id}/trust">Trust it in other projects</a>', id=mid)
     seen = join(render("<li><code>{v}</code></li>", v=v) for v in m.get("seen_in") or ())
     c = m.get("counters") or {}
     counters = join(render('<td class="n">{v}</td>', v=c.get(k, 0))
@@ -114,10 +149,10 @@ def memory_body(m: dict, banner: str = "", decisions: list[dict] | None = None) 
         '<th class="n">false positives</th></tr></thead><tbody><tr>{counters}</tr></tbody></table>'
         '<p class="muted">Counts of the feedback agents sent after the recalls that showed it.</p>{decisions}'
         "<h2>History</h2>{history}"
-        '<div class="actions"><a class="button" id="correct" href="/memory/{id}/correct">Correct the fix</a>'
+        '<div class="actions"><a class="button" id="correct" href="/memory/{id}/correct">Correct the fix</a>{trust}'
         '<a class="button danger" id="forget" href="/memory/{id}/forget">Forget this memory</a></div>',
         id=mid, cause=m.get("cause"), badges=badges(m), boxes=join(boxes), fix=m.get("fix"), failed=m.get("failed"),
-        failure=_failure(m), facts=facts, seen=seen, prov=prov, counters=counters,
+        failure=_failure(m), facts=facts, seen=seen, prov=prov, counters=counters, trust=trust,
         history=history_table(m.get("history") or []), decisions=decisions_table(decisions))
 
 
@@ -158,15 +193,38 @@ def _summary(m: dict) -> Safe:
                   ns=m["namespace"], cause=m.get("cause"), failed=m.get("failed"), fix=m.get("fix"), badges=badges(m))
 
 
-def forget_body(m: dict, token: str) -> Safe:
+def _confirm(m: dict, token: str, verb: str, *, title: str, what: Safe, fields: Safe, button: str,
+             style: str = "danger") -> Safe:
+    """A write's confirmation: the memory (its warning and unverified note kept in view), what ``verb``
+    does, and a form that POSTs it with the form token to ``/memory/ID/VERB``; nothing written yet."""
     return render(
-        '<h1>Forget memory #{id}?</h1>{summary}<p>Its text, vectors and counters are deleted; a tombstone '
-        "(who, when, why) stays in the store's lifecycle log. No agent is shown it again.</p>"
-        '<form method="post" action="/memory/{id}/forget" id="forget-form">{hidden}'
-        '<label>why (kept with the tombstone)<br><input name="reason" size="60" id="reason"></label>'
-        '<div class="actions"><button class="danger" type="submit" id="confirm-forget">Forget memory #{id}</button>'
-        '<a class="button" href="/memory/{id}">Cancel</a></div></form>',
-        id=m["memory_id"], summary=_summary(m), hidden=hidden(token))
+        '<h1>{title}</h1>{boxes}{summary}{what}<form method="post" action="/memory/{id}/{verb}" id="{verb}-form">'
+        '{hidden}{fields}<div class="actions"><button class="{style}" type="submit" id="confirm-{verb}">{button}'
+        '</button><a class="button" href="/memory/{id}">Cancel</a></div></form>',
+        title=title, boxes=join(_boxes(m)), summary=_summary(m), what=what, id=m["memory_id"], verb=verb,
+        hidden=hidden(token), fields=fields, style=style, button=button)
+
+
+def forget_body(m: dict, token: str) -> Safe:
+    return _confirm(m, token, "forget", title=f"Forget memory #{m['memory_id']}?",
+                    what=Safe("<p>Its text, vectors and counters are deleted; a tombstone (who, when, why) stays in "
+                              "the store's lifecycle log. No agent is shown it again.</p>"),
+                    fields=Safe('<label>why (kept with the tombstone)<br><input name="reason" size="60" id="reason">'
+                                "</label>"),
+                    button=f"Forget memory #{m['memory_id']}")
+
+
+def trust_body(m: dict, token: str, person: str) -> Safe:
+    """Vouch for the memory as ``person`` (prefilled: the login name, ``memory trust --actor``'s default)."""
+    return _confirm(m, token, "trust", title=f"Trust memory #{m['memory_id']} in other projects?",
+                    what=Safe("<p>You vouch for this fix as it is shown here: an agent in another project may then be "
+                              "shown it as a verified fix (injected), not only asked about it. Your name, the time and "
+                              "why stay in its history; a correction of the fix ends it.</p>"),
+                    fields=render('<input type="hidden" name="fix_seen" value="{d}"><p><label>who vouches for it<br>'
+                                  '<input name="actor" size="30" id="actor" value="{p}" required></label></p><label>'
+                                  'why (kept in its history)<br><input name="reason" size="60" id="reason"></label>',
+                                  d=fix_digest(m), p=person),
+                    button=f"Trust memory #{m['memory_id']}", style="")
 
 
 def correct_body(m: dict, token: str, *, fix: str | None = None, reason: str = "", error: str = "") -> Safe:

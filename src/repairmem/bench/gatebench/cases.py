@@ -12,10 +12,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ...classify.terminal import classify_terminal
+from ...domains import Diagnosis, TerminalDomain, TerminalFailure
 from ...errors import InvalidInputError
 from ...gate.features import signature_memory_dict
-from ...types import Counters, MemoryVariant, Provenance
+from ...types import Counters, MemoryVariant, Provenance, Signatures
 from .templates import PROJECTS, STACKS, TEMPLATES, UNRELATED, Stack, Template, _slots
 
 # Which templates are stored in memory (the rest are held out: hard negatives come from them).
@@ -91,6 +91,11 @@ def _render(template: Template, stack: Stack, s: dict, *, drop_cue: bool = False
 
 def _rng(*parts) -> random.Random:
     return random.Random("/".join(str(p) for p in parts))
+
+
+def diagnose(command: str, log: str) -> tuple[Diagnosis, Signatures]:
+    """A case's or a stored variant's failure as the terminal domain reads it in a recall."""
+    return TerminalDomain().diagnose(TerminalFailure(command, log))
 
 
 NOISE = ("[notice] A new release of pip is available: 23.2.1 -> 24.0",
@@ -178,7 +183,7 @@ def memory_variants(scale: Scale, seed: int = 0) -> list[tuple[MemoryVariant, Va
             # consecutive positions get distinct projects: no two variants of one template merge
             s = _slots(rng, PROJECTS[(pos + offset) % len(PROJECTS)])
             question, command, log, fix = _render(template, stack, s)
-            diag = classify_terminal(log, command)
+            diag, signatures = diagnose(command, log)
             if (diag.family, diag.root_cause) != (template.family, template.root_cause):
                 raise AssertionError(f"generator: template {key}/{stack_name} classifies as "
                                      f"{diag.family}/{diag.root_cause}, expected {template.family}/{template.root_cause}")
@@ -198,7 +203,7 @@ def memory_variants(scale: Scale, seed: int = 0) -> list[tuple[MemoryVariant, Va
                 kind="terminal", polarity="+", namespace=s["project"], failure_type=diag.family,
                 root_cause=diag.root_cause, question=question, before=command, after=fix, outcome="CORRECT",
                 context=f"stack: {stack_name}", failure_context=log,
-                signatures=signature_memory_dict(diag.signatures), counters=counters,
+                signatures=signature_memory_dict(signatures), counters=counters,
                 provenance=(Provenance(f"gb-mem-{pos}", episode, pos, "gatebench", s["project"]),))
             out.append((memory, VariantMeta(key, stack_name, stale, s)))
             pos += 1

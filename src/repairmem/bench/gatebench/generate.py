@@ -4,15 +4,15 @@ Data model
 ----------
 - A *stack* is a project toolchain (Django + pip, FastAPI + uv + alembic, Flask + poetry, a pip
   CLI package): it fixes the test/migrate/run commands and the paths a log shows.
-- A *template* is a failure pattern: a family and root cause (as ``classify_terminal`` reads them),
+- A *template* is a failure pattern: a family and root cause (as ``TerminalDomain.diagnose`` reads them),
   the log lines it produces - a symptom shared with its look-alike *group*, then the
   distinguishing cue - and the fix. E.g. the ``sqlite`` group: database locked by another writer
   (fix: busy timeout / stop the writer) vs locked by an interrupted migration (fix: finish the
   migration) vs a UNIQUE constraint vs a corrupted file, all out of the same traceback.
 - A *memory record* is a stored template in one stack; each has 2 *variants* (MemoryVariant rows
   written to a real ``SQLiteMemoryStore``): two verified episodes from two projects, with their
-  command, log, fix and ``extract_signatures`` signatures, family and root cause from
-  ``classify_terminal`` of their own log (checked against the template when generated).
+  command, log, fix, and the signatures, family and root cause ``TerminalDomain.diagnose`` reads
+  off their own log (checked against the template when generated).
   10% of variants are *stale* (their fix no longer works; their feedback history shows it).
 - Queries: *canonical* (a stored template in a fresh project), *paraphrases* (4 per canonical:
   reworded question, noise lines, dropped frames, other flags, other project; 30% lose the cue, so

@@ -1,6 +1,6 @@
 """Gate benchmark data tables: project stacks, slot values and the failure templates.
 
-A template is a failure pattern: a family and root cause (as ``classify_terminal`` reads them),
+A template is a failure pattern: a family and root cause (as ``TerminalDomain.diagnose`` reads them),
 the log lines it produces (a symptom shared with its look-alike group, then the distinguishing
 cue) and the fix. Templates are data; ``cases`` renders them into queries and memories.
 """

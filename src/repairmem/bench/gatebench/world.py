@@ -29,14 +29,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from ...classify.terminal import classify_terminal
-from ...domains import TERMINAL_EVIDENCE
+from ...domains import TERMINAL_EVIDENCE, Diagnosis
 from ...errors import InvalidInputError
 from ...gate.actions import ACTIONS, Action, Payload, render
 from ...gate.actions import payload_latency_ms
 from ...gate.features import FeatureExtractor, QueryProfile
 from ...gate.reward import Feedback, RewardConfig, reward
-from .cases import (Case, Scale, VariantMeta, _rng, canonical_case, hard_negative_case, memory_variants,
+from ...types import Signatures
+from .cases import (Case, Scale, VariantMeta, _rng, canonical_case, diagnose, hard_negative_case, memory_variants,
                     paraphrase_case, unrelated_case)
 from .templates import PROJECTS, STACKS, TEMPLATES
 
@@ -77,11 +77,13 @@ class View:
 
 @dataclass
 class Prepared:
-    """One event ready for every method: the diagnosis, the retrieved candidates, and two views -
-    ``gate`` (the gate's evidence order, the lead first) and ``static`` (retrieval order)."""
+    """One event ready for every method: the terminal domain's diagnosis and signatures, the
+    retrieved candidates, and two views - ``gate`` (the gate's evidence order, the lead first) and
+    ``static`` (retrieval order)."""
 
     case: Case
-    diagnosis: object
+    diagnosis: Diagnosis
+    signatures: Signatures
     candidates: tuple            # Scored, retrieval order: what the features read
     p0: float
     gate: View
@@ -92,7 +94,7 @@ class Prepared:
 
     def profile(self, session_rejections: int = 0) -> QueryProfile:
         d = self.diagnosis
-        return QueryProfile(self.case.case_id, d.family, d.root_cause, float(d.confidence), d.signatures,
+        return QueryProfile(self.case.case_id, d.family, d.root_cause, d.confidence, self.signatures,
                             session_rejections=session_rejections, token_budget=self.case.budget,
                             evidence=TERMINAL_EVIDENCE)
 
@@ -161,17 +163,18 @@ class World:
         return self.config.cross_stack_fit if TEMPLATES[meta.template].stack_specific else self.config.generic_fit
 
     def prepare(self, case: Case, *, event_seed) -> Prepared:
-        diagnosis = classify_terminal(case.log, case.command)
+        diagnosis, signatures = diagnose(case.command, case.log)
         candidates = tuple(self.retrieve(case, diagnosis))
         rng = _rng("coins", self.seed, event_seed, case.case_id)
         u_base, u_verify, u_mislead, u_pick, u_drift = (rng.random() for _ in range(5))
         drift_broken = case.drifted and u_drift < self.config.drift_breaks
         p0 = TEMPLATES[case.template].base_success if case.template else 0.5
         coins = (u_base, u_verify, u_mislead, u_pick)
-        profile = QueryProfile(case.case_id, diagnosis.family, diagnosis.root_cause, float(diagnosis.confidence),
-                               diagnosis.signatures, token_budget=case.budget, evidence=TERMINAL_EVIDENCE)
+        profile = QueryProfile(case.case_id, diagnosis.family, diagnosis.root_cause, diagnosis.confidence,
+                               signatures, token_budget=case.budget, evidence=TERMINAL_EVIDENCE)
         gate_order = tuple(self._extractor.ordered(profile, candidates))
-        return Prepared(case, diagnosis, candidates, p0, self._view(case, gate_order, coins, p0, drift_broken),
+        return Prepared(case, diagnosis, signatures, candidates, p0,
+                        self._view(case, gate_order, coins, p0, drift_broken),
                         self._view(case, candidates, coins, p0, drift_broken))
 
     def _view(self, case: Case, candidates: tuple, coins, p0: float, drift_broken: bool) -> View:
