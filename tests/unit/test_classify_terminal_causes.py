@@ -27,12 +27,9 @@ def _load(name: str) -> dict[str, dict]:
 DEV = _load("cause_families.jsonl")
 
 # Where the classifier's answer differs from the thread's label, and why (kept visible, not hidden):
-# the port cases without a listener cue abstain (``unknown``: TIME_WAIT and another listener print
-# the same words); the look-alikes (root cause ``other``) get their family's main class.
+# the look-alikes (root cause ``other``) get their family's main class.
 KNOWN_MISSES = {
     "cf-007": ("schema_migration", "unapplied_migration"),   # look-alike: history ahead of the schema
-    "cf-009": ("port_in_use", "unknown"), "cf-010": ("port_in_use", "unknown"),
-    "cf-011": ("port_in_use", "unknown"), "cf-012": ("port_in_use", "unknown"),
     "cf-020": ("lockfile_drift", "lockfile_out_of_sync"),    # look-alike: a uv bug
     "cf-025": ("missing_env_var", "env_var_unset"),          # look-alike: pydantic-settings drops ""
     "cf-032": ("dependency_conflict", "api_version_mismatch"),  # look-alike: esm.sh lost the exports

@@ -60,8 +60,14 @@ def test_one_lock_seen_through_a_chained_traceback_is_not_several_operations():
     chained = ("sqlite3.OperationalError: database is locked\n\nThe above exception was the direct cause of "
                "the following exception:\n\nsqlalchemy.exc.OperationalError: (sqlite3.OperationalError) "
                "database is locked\n")
-    assert diag(chained) == ("sqlite_locked", "unknown", "sqlite.locked")
-    assert diag("Failed to sync tiers.yaml: database is locked\n") == ("sqlite_locked", "unknown", "sqlite.locked")
+    assert diag(chained) == ("sqlite_locked", "concurrent_writer", "sqlite.locked")
+    assert diag("Failed to sync tiers.yaml: database is locked\n") == ("sqlite_locked", "concurrent_writer", "sqlite.locked")
+
+
+def test_a_lock_on_a_network_file_system_is_not_another_writers():
+    # SQLite's locks do not work over NFS/SMB (sqlite.org/lockingv3.html): the lock names no writer
+    smb = "Database is on an SMB share (//nas/data/app.db)\nsqlite3.OperationalError: database is locked\n"
+    assert diag(smb) == ("sqlite_locked", "unknown", "sqlite.locked_network_fs")
 
 
 def test_a_lock_while_the_migration_table_is_created_is_not_a_stale_migration():
@@ -533,7 +539,7 @@ BIND_ERRNO_98 = """\
 
 
 def test_bind_with_errno_98_is_a_port_in_use():
-    assert diag(BIND_ERRNO_98) == ("port_in_use", "unknown", "port.generic")
+    assert diag(BIND_ERRNO_98) == ("port_in_use", "other_listener", "port.generic")
 
 
 def test_errno_98_without_bind_is_not_a_port_in_use():

@@ -48,23 +48,33 @@ CAUSE_ROOTS: dict[str, tuple[str, ...]] = {
     "missing_env_var": ("env_var_unset",),
 }
 
-_PENDING_MIGRATION = _rx(r"You have \d+ unapplied migration|\bPendingMigrationError\b|Migrations are pending|"
-                         r"Target database is not up to date|migrations? (?:have|has) not yet been applied")
+_PENDING_MIGRATION = _rx(r"You have (?:\d+ )?unapplied migration|\bPendingMigrationError\b|Migrations are pending|"
+                         r"Target database is not up to date|migrations? (?:have|has) not yet been applied|"
+                         r"There (?:are|is) (?:\d+ )?pending migrations?|migrations? not applied to (?:the )?database|"
+                         r"Detected resolved migration not applied")
 _MISSING_COLUMN = _rx(r"\bUndefined(?:Column|Table)\b|\bcolumn [\"'`]?[\w.\"]+[\"'`]? (?:of relation [\"'`]?\w+[\"'`]? )?"
                       r"does not exist|\brelation [\"'`]?[\w.\"]+[\"'`]? does not exist|Unknown column '[^'\n]+' in|"
                       r"The (?:column|table) `[^`\n]+` does not exist in the current database|\bP202[12]\b")
 _MIGRATION_RUNNING = re.compile(r"\bApplying \w+\.\d{4}|Running upgrade|Running migrations")
 _LOCK_VERSION = _rx(r"version of the lockfile is incompatible|lockfile (?:version|format) \S+ is (?:not supported|"
-                    r"incompatible|unsupported)")
+                    r"incompatible|unsupported)|compatible with lockfileVersion@?\d|generated for lockfileVersion@?\d|"
+                    r"\bold lockfile\b|lock ?file version \d+ requires|unsupported lock ?file version|"
+                    r"must use Bundler \d+ or greater with this lockfile|lock file is not compatible with the current "
+                    r"version of Poetry")
 _LOCK_DRIFT = _rx(r"can only install packages when your package\.json\s+and\s+package-lock\.json|"
                   r"Your lockfile needs to be updated, but yarn was run with|\bERR_PNPM_OUTDATED_LOCKFILE\b|"
                   r"\bERR_PNPM_FROZEN_LOCKFILE_WITH_OUTDATED_LOCKFILE\b|lockfile would have been modified by this install|"
                   r"changed significantly since poetry\.lock was last generated|poetry\.lock is not consistent with|"
-                  r"lockfile at `?uv\.lock`? needs to be updated|The lock ?file (?:is not up to date|needs to be updated)")
+                  r"lockfile at `?uv\.lock`? needs to be updated|The lock ?file (?:is not up to date|needs to be updated)|"
+                  r"\bMissing: \S+ from lock ?file|\bInvalid: lock ?file's|lock ?file \S+ needs to be updated but --locked|"
+                  r"install in deployment mode after changing your Gemfile|--frozen-lockfile\b[^\n]*(?:outdated|"
+                  r"not up.to.date|needs? (?:to be )?updat)")
 _ENV_UNSET = _rx(r"Set the \w+ environment variable|The SECRET_KEY setting must not be empty|"
                  r"Environment variable not found: \w+|\bMissing (?:required )?environment variables?\b|"
                  r"\benvironment variables? [\"'`]?[A-Z][A-Z0-9_]+[\"'`]? (?:is|are) (?:not set|missing|required|undefined)|"
-                 r"\bEnvironment variables missing:|\bMissingEnvVarsError\b")
+                 r"\bEnvironment variables missing:|\bMissingEnvVarsError\b|"
+                 r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9] (?:environment variable )?(?:is not set|is not defined|is undefined|"
+                 r"must be set)\b|\brequired key [A-Z][A-Z0-9_]+ missing value")
 _SETTINGS_INVALID = _rx(r"validation errors? for \w*(?:Settings|Config)\b")
 _FIELD_REQUIRED = _rx(r"Field required \[type=missing|field required \(type=value_error\.missing\)")
 _NO_EXPORT = re.compile(r"does not provide an export named ['\"]?\w+|has no exported member\s+['\"]?\w+")

@@ -44,7 +44,8 @@ _DIST_ALIASES = {
     "jwt": "pyjwt", "attr": "attrs", "magic": "python_magic", "serial": "pyserial",
 }
 _INSTALLED_LINE = re.compile(
-    r"^[ \t]*(?:Requirement already satisfied:\s*(\S+)|Successfully installed\s+(.+)|Name:\s*(\S+))",
+    r"^[ \t]*(?:Requirement already satisfied:\s*(\S+)|Successfully installed\s+(.+)|Name:\s*(\S+)|"
+    r"Installed package\s+`?([\w.-]+))",
     re.IGNORECASE | re.MULTILINE)
 
 
@@ -210,11 +211,14 @@ def _imported_by_a_package(ev: _Evidence) -> bool:
 
 
 # The missing command's name, as bash, zsh, command-not-found and dash print it.
-_CNF_NAMES = (re.compile(r"command not found: ([\w.+-]+)"), re.compile(r"(?<![\w.+-])([\w.+-]+): command not found"),
+_CNF_NAMES = (re.compile(r"command not found: ([\w.+-]+)"),
+              re.compile(r"(?<![\w.+-])([\w.+-]+): (?:command not found|Befehl nicht gefunden|commande introuvable|"
+                         r"orden no encontrada|comando non trovato|comando não encontrado|команда не найдена)"),
               re.compile(r"Command ['\"]([\w.+-]+)['\"] not found"),
               re.compile(r": ([\w.+-]+): not found\s*$", re.MULTILINE),
               re.compile(r"^g?make(?:\[\d+\])?: ([\w+-]+(?:\.\d+)*): No such file or directory\s*$", re.MULTILINE))
-_NOT_ON_PATH_WARNING = _rx(r"is installed in ['\"][^'\"\n]+['\"] which is not on PATH")
+_NOT_ON_PATH_WARNING = _rx(r"is installed in ['\"][^'\"\n]+['\"] which is not on PATH|is not on your PATH|"
+                           r"be sure to add `?[^`\n]+`? to your PATH|not (?:yet )?in your \$?PATH")
 # Base tools of the operating system: the package manager installs them into /usr/bin, which is on
 # every PATH and in no virtualenv - when one is not found, it is not installed.
 _SYSTEM_TOOLS = frozenset({

@@ -11,10 +11,13 @@ family                root causes (cue)
 ====================  ======================================================================
 sqlite_locked         concurrent_writer (``database is locked`` + another writer: thread,
                       worker, lsof/fuser, pid, BEGIN IMMEDIATE; or the lock reported by
-                      several operations at once); stale_migration (alembic / django migration
-                      state errors, ``no such column/table``, ``table ... already exists``, a
-                      lock while a migration runs); unknown (lock alone, or a lock while the
-                      migration framework creates its history table: no migration ran yet)
+                      several operations at once; also the lock alone, at 0.45 as the port's
+                      symptom alone: SQLITE_BUSY means another connection holds the lock);
+                      stale_migration
+                      (alembic / django migration state errors, ``no such column/table``,
+                      ``table ... already exists``, a lock while a migration runs); unknown (a
+                      lock on a network file system, where SQLite's locks do not work, or a
+                      lock while the migration framework creates its history table)
 module_not_found      wrong_virtualenv (system ``/usr/bin/python`` + a venv in sight, pip says
                       the package is installed, externally-managed system python);
                       wrong_pythonpath (relative import without parent package, ``No module
@@ -45,18 +48,22 @@ missing_file          missing_backup_path (missing file with "backup" in its pat
                       parent directory is missing; or a relative path while ``python x.py``
                       runs the script from its own directory); wrong_working_directory
                       (relative path, ``can't open file``, ``./x``); missing_path (any other)
-command_not_found     not_on_path (pip installed the command's package, or warns its script
-                      directory is not on PATH); not_installed (a base system tool - make,
+command_not_found     not_on_path (pip, pipx or cargo installed the command's package, or an
+                      installer warns its directory is not on PATH); not_installed (a base system tool - make,
                       gcc, git, curl... - or an install hint; also make's ``make: cc: No such
                       file or directory``); wrong_virtualenv (venv in
-                      sight); unknown
+                      sight); unknown (the shell's words in any language, PowerShell's)
 permission_denied     read_only_filesystem; file_permission (readonly database, quoted path);
                       system_site_packages (pip into the system interpreter, PEP 668);
                       privileged_port (bind/listen); not_executable (shell/subprocess exec,
-                      a line that is only ``<script or bin/ path>: Permission denied``);
+                      a line that is only ``<script or bin/ path>: Permission denied``, the
+                      shell's exit 126, ``exec: "x": permission denied``, ``spawn x EACCES``);
                       unknown
 port_in_use           time_wait (TIME_WAIT, SO_REUSEADDR); other_listener (lsof/ss LISTEN, pid,
-                      docker "port is already allocated"); unknown (also ``bind ... errno=98``)
+                      docker "port is already allocated"; also the symptom alone, at 0.45:
+                      another socket holds the address, and one lingering in TIME_WAIT is the
+                      exception with its own cue; below the gate's 0.5, so a cue-less reading
+                      is asked about, never injected on the diagnosis alone)
 out_of_memory         gpu_memory (also ``cudaMalloc failed: out of memory``, ``out of memory
                       on GPU n``); heap_limit (JVM / Node heap); oom_killed (OOM killer, or
                       ``Killed`` / exit 137 / SIGKILL, Docker's ``returned a non-zero code:
@@ -70,7 +77,9 @@ syntax_error          python_indentation; wrong_interpreter (``SyntaxError: inva
                       format or ``sh x.sh`` - and the error is a bash-only construct: ``(``,
                       ``< <(``, ``[[``); shell_syntax; sql_syntax; unknown (also a shell
                       syntax error under sh without a bashism: CRLF, bashism or a real error)
-network_error         dns_failure; tls_error; connection_refused; network_timeout; unknown
+network_error         dns_failure (glibc, musl, apt, curl, git, Go, Java, .NET, Node words);
+                      tls_error (OpenSSL, curl/git, Go x509, Java PKIX, Node codes);
+                      connection_refused; network_timeout; unknown
 timeout               process_timeout (TimeoutExpired, pytest-timeout, exit 124); unknown
 test_failure          fixture_error; assertion_failed; exception_in_test (also pytest's ``>`` /
                       ``E   XError`` report without a summary line); unknown
@@ -95,7 +104,7 @@ root cause come before those that are usually consequences (a failing test, a ti
 1. sqlite: ``sqlite.migration_state``, ``sqlite.schema_drift_after_migration``,
    ``sqlite.locked_concurrent_writer``, ``sqlite.locked_in_several_operations``,
    ``sqlite.locked_migration_bootstrap``, ``sqlite.locked_during_migration``,
-   ``sqlite.schema_drift``, ``sqlite.locked``
+   ``sqlite.schema_drift``, ``sqlite.locked_network_fs``, ``sqlite.locked``
 2. ``import.shadowed_module``, ``import.circular``
 3. dependency: ``dep.resolution_impossible``, ``dep.incompatible_installed``,
    ``dep.cannot_import_from_site_packages``, ``dep.removed_attribute``,
@@ -118,7 +127,7 @@ root cause come before those that are usually consequences (a failing test, a ti
     ``cmd.system_tool``, ``cmd.venv_tool``, ``cmd.installable``, ``cmd.generic``
 12. permission: ``perm.read_only_fs``, ``perm.readonly_database``, ``perm.externally_managed``,
     ``perm.pip_home_path``, ``perm.pip_system``, ``perm.privileged_port``, ``perm.shell_not_executable``,
-    ``perm.script_not_executable``, ``perm.subprocess_not_executable``, ``perm.file``,
+    ``perm.script_not_executable``, ``perm.exec_denied``, ``perm.subprocess_not_executable``, ``perm.file``,
     ``perm.generic``; then ``unknown.docker_daemon`` (before missing files and network errors:
     the daemon's socket is neither)
 13. missing file: ``missing.backup_path``, ``missing.create_parent``, ``missing.script_dir``,
@@ -161,7 +170,7 @@ ROOT_CAUSES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "command_not_found": ("wrong_virtualenv", "not_installed", "not_on_path", "unknown"),
     "permission_denied": ("read_only_filesystem", "file_permission", "system_site_packages",
                           "privileged_port", "not_executable", "unknown"),
-    "port_in_use": ("other_listener", "time_wait", "unknown"),
+    "port_in_use": ("other_listener", "time_wait"),
     "out_of_memory": ("gpu_memory", "heap_limit", "oom_killed", "allocation_failed"),
     "disk_full": ("quota_exceeded", "no_space"),
     "syntax_error": ("python_indentation", "python_syntax", "shell_syntax", "sql_syntax", "crlf_line_endings",
@@ -285,6 +294,10 @@ _KILLED = re.compile(r"^[ \t]*Killed(?::[ \t]*9)?[ \t]*$|\b\d+ Killed\s|exit (?:
                      r"returned a non-zero code:? 137\b",
                      re.MULTILINE)
 
+# SQLite's locks do not work on a network file system (sqlite.org/lockingv3.html, "How To Corrupt"):
+# a lock there is not another writer's.
+_NETWORK_FS = _rx(r"\b(?:NFS|SMB|CIFS|Samba)\b|network (?:share|drive|file ?system|mount)|mapped drive|"
+                  r"(?:^|[\s'\"])\\\\[\w.-]+\\", re.IGNORECASE | re.MULTILINE)
 _PORT = _rx(r"Address already in use|\bEADDRINUSE\b|\[Errno (?:98|48|10048)\]|port is already allocated|"
             r"\bbind\b(?:(?!\bbind\b)[^\n])*\berrno[ \t]*[=:][ \t]*98\b|"
             r"Only one usage of each socket address|\bPort \d+ was already in use")
@@ -293,6 +306,9 @@ _LISTENER = _rx(r"(?-i:\bLISTEN\b)|\blsof\b|\bss -|\bnetstat\b|already running|a
                 r"another (?:instance|process|server)|\bpid\b[ =:]*\d+|is being used by")
 
 _CNF = re.compile(r"command not found|Command ['\"][\w.+-]+['\"] not found|^\S*sh: (?:\d+: )?[\w./-]+: not found\s*$|"
+                  r"Befehl nicht gefunden|commande introuvable|orden no encontrada|comando non trovato|"
+                  r"comando não encontrado|команда не найдена|未找到命令|コマンドが見つかりません|"
+                  r"is not recognized as the name of a cmdlet|"
                   r"is not recognized as an internal or external command|bad interpreter: No such file|"
                   r"^/usr/bin/env: \S+: No such file or directory|executable file not found in \$PATH|"
                   r"^g?make(?:\[\d+\])?: [\w+-]+(?:\.\d+)*: No such file or directory\s*$",
@@ -317,6 +333,11 @@ _SHELL_PERM = re.compile(r"^(?:\S*sh|zsh)(?:: line \d+)?: [^\n:]+: Permission de
 # A line that is only "<script path>: Permission denied": a runner exec'ing a script without +x.
 _SCRIPT_PERM = re.compile(r"^[ \t.]*+[^\s:]*(?:/bin/[^\s:/]+|\.(?:sh|bash|py|pl|rb|[rR]))[ \t]*: "
                           r"Permission denied[ \t]*$", re.MULTILINE)
+# The program was found but could not be run: the shell's exit 126, Go/Docker's ``exec: "x": permission
+# denied``, Node's ``spawn x EACCES``, a line that is only ``./x: Permission denied``.
+_EXEC_DENIED = _rx(r"\bexec: [\\\"']*[^\s\"'\\]+[\\\"']*: permission denied|\bspawn \S+ EACCES\b|"
+                   r"\bexit(?:ed with)? (?:code|status)?:? ?126\b|^[ \t]*\./[^\s:]+: Permission denied",
+                   re.IGNORECASE | re.MULTILINE)
 _QUOTED_PATH_PERM = _rx(r"Permission denied:? ['\"]|EACCES: permission denied, \w+ ['\"]")
 
 _FNF = _rx(r"FileNotFoundError|No such file or directory|\bENOENT\b|\[Errno 2\]|can't open file|"
@@ -334,9 +355,16 @@ _RELATIVE_MISSING = re.compile(
 
 _DNS = _rx(r"Temporary failure in name resolution|Name or service not known|nodename nor servname provided|"
            r"getaddrinfo (?:failed|ENOTFOUND|EAI_AGAIN)|Could not resolve host|NameResolutionError|"
-           r"\bEAI_AGAIN\b|\bENOTFOUND\b|No address associated with hostname")
+           r"\bEAI_AGAIN\b|\bENOTFOUND\b|No address associated with hostname|Temporary failure resolving|"
+           r"Could not resolve (?:host(?:name)?\b|proxy\b|['\"][\w.-]+['\"])|\blookup \S+(?: on \S+)?: no such host|"
+           r"server misbehaving|\bUnknownHostException\b|No such host is known|Name does not resolve|"
+           r"\bUnknown host\b|Failed to resolve ['\"]?[\w.-]+\.[a-z]{2,}")
 _TLS = _rx(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|\bSSLError\b|WRONG_VERSION_NUMBER|"
-           r"self[- ]signed certificate|unable to get local issuer certificate")
+           r"self[- ]signed certificate|unable to get local issuer certificate|SSL certificate problem|"
+           r"certificate has expired|\bCERT_HAS_EXPIRED\b|\bx509: certificate|PKIX path building failed|"
+           r"unable to verify the first certificate|\bUNABLE_TO_VERIFY_LEAF_SIGNATURE\b|"
+           r"\bSELF_SIGNED_CERT_IN_CHAIN\b|\bSSLHandshakeException\b|server certificate verification failed|"
+           r"certificate signed by unknown authority|\bSSL routines\b|\bSEC_ERROR_\w+")
 _REFUSED = _rx(r"Connection refused|\bECONNREFUSED\b|\[Errno 111\]|\[Errno 61\]|actively refused")
 _NET_TIMEOUT = _rx(r"Read timed out|Connect(?:ion)? timed out|\bConnectTimeout(?:Error)?\b|"
                    r"\bReadTimeout(?:Error)?\b|\bETIMEDOUT\b|\btimed out\b|\bTimeoutError\b")
@@ -395,7 +423,8 @@ RULES: tuple[Rule, ...] = (
        _SQLITE_LOCKED, _MIGRATION_CUE),
     # "no such column" alone: the schema is behind the code - usually a migration not applied.
     _r("sqlite.schema_drift", "sqlite_locked", "stale_migration", 0.55, _SQLITE_DRIFT),
-    _r("sqlite.locked", "sqlite_locked", "unknown", 0.45, _SQLITE_LOCKED),
+    _r("sqlite.locked_network_fs", "sqlite_locked", "unknown", 0.45, _SQLITE_LOCKED, _NETWORK_FS),
+    _r("sqlite.locked", "sqlite_locked", "concurrent_writer", 0.45, _SQLITE_LOCKED),
     # 2. A circular import also says "cannot import name"; it is not a version problem. A file that
     # imports its own name shadows the package it meant (Python calls that a circular import too).
     _r("import.shadowed_module", "import_error", "shadowed_module", 0.85, _IMPORT_FAILURE, _file_imports_itself),
@@ -462,7 +491,7 @@ RULES: tuple[Rule, ...] = (
     # 10. Port in use.
     _r("port.time_wait", "port_in_use", "time_wait", 0.85, _PORT, _TIME_WAIT),
     _r("port.other_listener", "port_in_use", "other_listener", 0.85, _PORT, _LISTENER),
-    _r("port.generic", "port_in_use", "unknown", 0.5, _PORT),
+    _r("port.generic", "port_in_use", "other_listener", 0.45, _PORT),
     # 11. Command not found - before "No such file" (a missing shebang interpreter says both).
     _r("cmd.subprocess_missing_program", "command_not_found", "not_installed", 0.7,
        _SUBPROCESS_MISSING_PROGRAM, _SUBPROCESS),
@@ -480,6 +509,7 @@ RULES: tuple[Rule, ...] = (
     _r("perm.privileged_port", "permission_denied", "privileged_port", 0.8, _PERM, _BIND),
     _r("perm.shell_not_executable", "permission_denied", "not_executable", 0.85, _SHELL_PERM),
     _r("perm.script_not_executable", "permission_denied", "not_executable", 0.7, _SCRIPT_PERM),
+    _r("perm.exec_denied", "permission_denied", "not_executable", 0.8, _PERM, _EXEC_DENIED),
     _r("perm.subprocess_not_executable", "permission_denied", "not_executable", 0.75, _PERM, _SUBPROCESS),
     _r("perm.file", "permission_denied", "file_permission", 0.65, _QUOTED_PATH_PERM),
     _r("perm.generic", "permission_denied", "unknown", 0.45, _PERM),

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 from ..check import request_error, request_fields
 from ..classify.log_lines import log_lines
 from ..classify.terminal import classify_terminal
+from ..classify.terminal_fixes import refine
 from ..errors import InvalidInputError
 from ..gate.actions import Action, render
 from ..gate.evidence import StoredEvidence
@@ -159,8 +160,11 @@ class TerminalDomain:
             return memory
         failed = episode.attempts[-2]
         d = classify_terminal(failed.error or "", failed.text or None)
-        return memory.with_(failure_type=failed.failure_type or d.family,
-                            root_cause=failed.failure_subtype or d.root_cause,
+        family, root = d.family, d.root_cause
+        if episode.solved:      # what the verified fix was for fills in what the log left unknown
+            family, root = refine(family, root, episode.attempts[-1].text or "") or (family, root)
+        return memory.with_(failure_type=failed.failure_type or family,
+                            root_cause=failed.failure_subtype or root,
                             signatures=signature_memory_dict(d.signatures))
 
     def parse(self, obj: Any, *, verb: str) -> TerminalFailure:
