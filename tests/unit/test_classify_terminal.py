@@ -515,8 +515,8 @@ Traceback (most recent call last):
   File "<frozen os>", line 679, in __getitem__
 KeyError: 'DATABASE_URL'
 """
-    d = classify_terminal(env)
-    assert (d.family, d.root_cause) == ("config_key_error", "missing_config_key")
+    d = classify_terminal(env)      # the variable the program reads from its environment is not there
+    assert (d.family, d.root_cause) == ("missing_env_var", "env_var_unset")
     assert {"key:DATABASE_URL", "env:DATABASE_URL"} <= set(d.signatures.entities)
     assert d.signatures.stack == ("KeyError", "app/service.py:<module>", "<frozen os>:__getitem__")
     ini = "configparser.NoOptionError: No option 'retention_days' in section: 'backup'\n"

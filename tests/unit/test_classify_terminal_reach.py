@@ -72,6 +72,36 @@ QUOTED = [
      "missing_env_var", "env_var_unset", "gradlew"),
     ("panic: required key DATABASE_URL missing value\n", "missing_env_var", "env_var_unset",
      "kelseyhightower/envconfig"),
+    ("Traceback (most recent call last):\n  File \"settings.py\", line 3, in <module>\n    SECRET = "
+     "os.environ[\"SECRET_KEY\"]\n  File \"<frozen os>\", line 679, in __getitem__\nKeyError: 'SECRET_KEY'\n",
+     "missing_env_var", "env_var_unset", "CPython os.environ"),
+    ("OPENAI_API_KEY environment variable is missing or empty\n", "missing_env_var", "env_var_unset",
+     "openai-python"),
+    ("SQLSTATE[42S02]: Base table or view not found: 1146 Table 'app.users' doesn't exist\n",
+     "schema_migration", "unapplied_migration", "Laravel / MySQL 1146"),
+    ("Your Pipfile.lock (a1b2c3) is out of date. Expected: (d4e5f6).\n", "lockfile_drift",
+     "lockfile_out_of_sync", "pipenv"),
+    ("go: github.com/x/y@v1.0.0: missing go.sum entry for go.mod file; to add it:\n\tgo mod download "
+     "github.com/x/y\n", "lockfile_drift", "lockfile_out_of_sync", "Go modules"),
+    ("Error: Cannot find module 'express'\nRequire stack:\n- /app/server.js\n", "module_not_found", "unknown",
+     "Node require"),
+    ("<internal:/usr/lib/ruby/3.1.0/rubygems/core_ext/kernel_require.rb>:85:in `require': cannot load such "
+     "file -- bundler/setup (LoadError)\n", "module_not_found", "unknown", "Ruby"),
+    ("  1) app\n       responds:\n     Error: Timeout of 2000ms exceeded. For async tests and hooks, ensure "
+     "\"done()\" is called\n", "timeout", "process_timeout", "mocha"),
+    ("    thrown: \"Exceeded timeout of 5000 ms for a test.\n", "timeout", "process_timeout", "jest"),
+    ("##[error]The job running on runner GitHub Actions 2 has exceeded the maximum execution time of 360 "
+     "minutes.\n", "timeout", "process_timeout", "GitHub Actions"),
+    ("memory allocation of 17179869184 bytes failed\nAborted (core dumped)\n", "out_of_memory",
+     "allocation_failed", "Rust std alloc"),
+    ("fatal error: runtime: out of memory\n\ngoroutine 1 [running]:\n", "out_of_memory", "allocation_failed",
+     "Go runtime"),
+    ("g++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\n", "out_of_memory",
+     "oom_killed", "GCC under the OOM killer"),
+    ("Exception in thread \"main\" java.lang.OutOfMemoryError: GC overhead limit exceeded\n", "out_of_memory",
+     "heap_limit", "JVM"),
+    ("env: \u2018node\u2019: No such file or directory\n", "command_not_found", "unknown", "GNU env"),
+    ("System.IO.IOException: There is not enough space on the disk.\n", "disk_full", "no_space", ".NET / Windows"),
 ]
 
 

@@ -54,7 +54,8 @@ _PENDING_MIGRATION = _rx(r"You have (?:\d+ )?unapplied migration|\bPendingMigrat
                          r"Detected resolved migration not applied")
 _MISSING_COLUMN = _rx(r"\bUndefined(?:Column|Table)\b|\bcolumn [\"'`]?[\w.\"]+[\"'`]? (?:of relation [\"'`]?\w+[\"'`]? )?"
                       r"does not exist|\brelation [\"'`]?[\w.\"]+[\"'`]? does not exist|Unknown column '[^'\n]+' in|"
-                      r"The (?:column|table) `[^`\n]+` does not exist in the current database|\bP202[12]\b")
+                      r"The (?:column|table) `[^`\n]+` does not exist in the current database|\bP202[12]\b|"
+                      r"Base table or view not found|Table '[\w.]+' doesn't exist")
 _MIGRATION_RUNNING = re.compile(r"\bApplying \w+\.\d{4}|Running upgrade|Running migrations")
 _LOCK_VERSION = _rx(r"version of the lockfile is incompatible|lockfile (?:version|format) \S+ is (?:not supported|"
                     r"incompatible|unsupported)|compatible with lockfileVersion@?\d|generated for lockfileVersion@?\d|"
@@ -67,14 +68,17 @@ _LOCK_DRIFT = _rx(r"can only install packages when your package\.json\s+and\s+pa
                   r"changed significantly since poetry\.lock was last generated|poetry\.lock is not consistent with|"
                   r"lockfile at `?uv\.lock`? needs to be updated|The lock ?file (?:is not up to date|needs to be updated)|"
                   r"\bMissing: \S+ from lock ?file|\bInvalid: lock ?file's|lock ?file \S+ needs to be updated but --locked|"
-                  r"install in deployment mode after changing your Gemfile|--frozen-lockfile\b[^\n]*(?:outdated|"
+                  r"install in deployment mode after changing your Gemfile|Pipfile\.lock \(\w+\) is out of date|"
+                  r"missing go\.sum entry|updates to go\.mod needed|--frozen-lockfile\b[^\n]*(?:outdated|"
                   r"not up.to.date|needs? (?:to be )?updat)")
 _ENV_UNSET = _rx(r"Set the \w+ environment variable|The SECRET_KEY setting must not be empty|"
                  r"Environment variable not found: \w+|\bMissing (?:required )?environment variables?\b|"
                  r"\benvironment variables? [\"'`]?[A-Z][A-Z0-9_]+[\"'`]? (?:is|are) (?:not set|missing|required|undefined)|"
                  r"\bEnvironment variables missing:|\bMissingEnvVarsError\b|"
                  r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9] (?:environment variable )?(?:is not set|is not defined|is undefined|"
-                 r"must be set)\b|\brequired key [A-Z][A-Z0-9_]+ missing value")
+                 r"must be set)\b|\brequired key [A-Z][A-Z0-9_]+ missing value|"
+                 r"\b[A-Z][A-Z0-9_]{2,} environment variable (?:is )?(?:not set|missing|required|undefined|empty)\b|"
+                 r"\bos\.environ\[['\"]\w+['\"]\][^\n]*\n(?:[^\n]*\n){0,3}?[^\n]*KeyError: ")
 _SETTINGS_INVALID = _rx(r"validation errors? for \w*(?:Settings|Config)\b")
 _FIELD_REQUIRED = _rx(r"Field required \[type=missing|field required \(type=value_error\.missing\)")
 _NO_EXPORT = re.compile(r"does not provide an export named ['\"]?\w+|has no exported member\s+['\"]?\w+")

@@ -113,7 +113,7 @@ root cause come before those that are usually consequences (a failing test, a ti
    ``module.system_python_with_venv``, ``module.sudo_drops_env``, ``module.externally_managed``,
    ``module.relative_import``, ``module.src_prefix``, ``module.pythonpath_cue``,
    ``module.dependency_of_a_package``, ``module.first_party``, ``module.first_party_path``,
-   ``module.generic``
+   ``module.generic``, ``module.other_runtime``
 5. ``import.cannot_import_name``
 6. syntax: ``syntax.indentation``, ``syntax.crlf``, ``syntax.crlf_name``, ``syntax.bash_under_sh``,
    ``syntax.shell_under_sh``, ``syntax.shell``, ``syntax.sql``,
@@ -216,6 +216,10 @@ _CONCURRENCY_CUE = _rx(r"another (?:process|connection|writer|instance|thread)|\
                        r"holds? (?:a|the) (?:write )?lock|locked by (?:pid|process)|\bpid\s*[=:]?\s*\d+")
 
 _MNF = re.compile(r"No module named\s+['\"]?[\w.]+")
+# the same symptom in other runtimes (Node, webpack, Ruby, Go, Rust): the family; the root causes are Python's
+_MNF_OTHER = re.compile(r"Cannot find module ['\"][^'\"\n]+['\"]|\bERR_MODULE_NOT_FOUND\b|Module not found: Error: "
+                        r"Can't resolve|cannot load such file -- \S+|\bno required module provides package\b|"
+                        r"\bcannot find package \"|\bcan't find crate for\b|\bunresolved import\b")
 _SYSTEM_PY_NO_MODULE = re.compile(r"^[ \t]*/usr(?:/local)?/bin/python[\d.]*: No module named", re.MULTILINE)
 # sudo resets the environment: an activated venv or the user's ~/.local site-packages is gone.
 _SUDO = re.compile(r"(?:^|[\s$#>])sudo[ \t]+\S", re.MULTILINE)
@@ -276,22 +280,27 @@ _CONFIG_CUE = _rx(r"config|settings|\.ya?ml\b|\.toml\b|\.ini\b|\.cfg\b|\.env\b|\
                   r"\bconf\b|\bcfg\b|dotenv")
 
 _DISK = _rx(r"No space left on device|\bENOSPC\b|\[Errno 28\]|database or disk is full|\bSQLITE_FULL\b|"
+            r"There is not enough space on the disk|\b(?:insufficient|not enough) (?:free )?disk space\b|"
             r"Disk quota exceeded|\bEDQUOT\b|\[Errno 122\]")
 _QUOTA = _rx(r"quota|\bEDQUOT\b|\[Errno 122\]")
 
 # ...and as other frameworks phrase it: CUDA's allocator failing, "out of memory (error) on GPU n".
 _OOM_GPU = _rx(r"CUDA out of memory|torch\.cuda\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
+               r"MPS backend out of memory|HIP out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b|"
                r"out of memory on device|RESOURCE_EXHAUSTED: OOM|\bcuda\w*Malloc\w*(?: retry)? failed: out of memory|"
                r"out of memory(?: error)? on GPU\b")
-_OOM_HEAP = _rx(r"java\.lang\.OutOfMemoryError|JavaScript heap out of memory|Reached heap limit")
+_OOM_HEAP = _rx(r"java\.lang\.OutOfMemoryError|JavaScript heap out of memory|Reached heap limit|"
+                r"OutOfMemoryError: (?:Java heap space|GC overhead limit exceeded)|CALL_AND_RETRY_LAST Allocation failed")
 _OOM_KILLER = _rx(r"oom-kill|Out of memory: Kill(?:ed)? process|\bOOMKilled\b|invoked oom-killer|oom_reaper")
 _MEMORY_ERROR = re.compile(r"\bMemoryError\b|_ArrayMemoryError|Unable to allocate [\d.]+ [KMGT]i?B|"
+                           r"memory allocation of \d+ bytes failed|runtime: out of memory|"
                            r"Cannot allocate memory|\bENOMEM\b|\[Errno 12\]|std::bad_alloc|out of memory",
                            re.IGNORECASE)
 # Exit 137 = 128 + SIGKILL: without the kernel's own words it is most often the OOM killer.
 _KILLED = re.compile(r"^[ \t]*Killed(?::[ \t]*9)?[ \t]*$|\b\d+ Killed\s|exit (?:code|status):? 137\b|status 137\b|"
                      r"returned non-zero exit status (?:137|-9)\b|\bSIGKILL\b|Exited \(137\)|"
-                     r"returned a non-zero code:? 137\b",
+                     r"returned a non-zero code:? 137\b|Killed signal terminated program|"
+                     r"Container killed on request\. Exit code is 137",
                      re.MULTILINE)
 
 # SQLite's locks do not work on a network file system (sqlite.org/lockingv3.html, "How To Corrupt"):
@@ -305,7 +314,7 @@ _TIME_WAIT = re.compile(r"TIME_WAIT|SO_REUSEADDR")
 _LISTENER = _rx(r"(?-i:\bLISTEN\b)|\blsof\b|\bss -|\bnetstat\b|already running|already allocated|"
                 r"another (?:instance|process|server)|\bpid\b[ =:]*\d+|is being used by")
 
-_CNF = re.compile(r"command not found|Command ['\"][\w.+-]+['\"] not found|^\S*sh: (?:\d+: )?[\w./-]+: not found\s*$|"
+_CNF = re.compile(r"command not found|^env: ['\u2018]?[\w.+-]+['\u2019]?: No such file or directory\s*$|Command ['\"][\w.+-]+['\"] not found|^\S*sh: (?:\d+: )?[\w./-]+: not found\s*$|"
                   r"Befehl nicht gefunden|commande introuvable|orden no encontrada|comando non trovato|"
                   r"comando não encontrado|команда не найдена|未找到命令|コマンドが見つかりません|"
                   r"is not recognized as the name of a cmdlet|"
@@ -319,6 +328,7 @@ _INSTALL_HINT = _rx(r"can be installed with|apt(?:-get)? install|\bnot installed
                     r"brew install|pip install")
 
 _PERM = _rx(r"Permission denied|\bEACCES\b|\[Errno 13\]|Operation not permitted|\bEPERM\b|"
+            r"Access to the path ['\"][^'\"\n]+['\"] is denied|"
             r"Read-only file system|\bEROFS\b|\[Errno 30\]|Access is denied")
 _READ_ONLY_FS = _rx(r"Read-only file system|\bEROFS\b|\[Errno 30\]")
 _READONLY_DB = _rx(r"attempt to write a readonly database")
@@ -376,7 +386,10 @@ _NET_GENERIC = _rx(r"Network is unreachable|\bENETUNREACH\b|Connection reset by 
 _NETWORK_ANY = re.compile("|".join(p.pattern for p in (_DNS, _TLS, _REFUSED, _NET_GENERIC)), re.IGNORECASE)
 
 _PROCESS_TIMEOUT = _rx(r"\bTimeoutExpired\b|timed out after [\d.]+ ?(?:s|sec|secs|seconds|ms)\b|"
-                       r"\bTimeout >\s*[\d.]+s|exit (?:code|status):? 124\b|\bdeadline exceeded\b")
+                       r"\bTimeout >\s*[\d.]+s|exit (?:code|status):? 124\b|\bdeadline exceeded\b|"
+                       r"Timeout of \d+ ?ms exceeded|Exceeded timeout of \d+ ?ms|exceeded the maximum execution time|"
+                       r"exceeded the maximum time limit|No output has been received in the last \d+|"
+                       r"\bTest timed out\b|\btest timed out after\b")
 _TIMEOUT_GENERIC = _rx(r"\btimed out\b|\bTimeoutError\b")
 
 # The summary lines, not the "=== FAILURES ===" banner: the first match is the error line.
@@ -457,6 +470,7 @@ RULES: tuple[Rule, ...] = (
     _r("module.first_party", "module_not_found", "wrong_pythonpath", 0.75, _MNF, _first_party),
     _r("module.first_party_path", "module_not_found", "wrong_pythonpath", 0.7, _MNF, _first_party_path),
     _r("module.generic", "module_not_found", "unknown", 0.4, _MNF),
+    _r("module.other_runtime", "module_not_found", "unknown", 0.4, _MNF_OTHER),
     # 5.
     _r("import.cannot_import_name", "import_error", "unknown", 0.45, _CANNOT_IMPORT),
     # 6. Syntax. Indentation first (IndentationError is a SyntaxError subclass).
