@@ -69,8 +69,7 @@ _LOCK_DRIFT = _rx(r"can only install packages when your package\.json\s+and\s+pa
                   r"lockfile at `?uv\.lock`? needs to be updated|The lock ?file (?:is not up to date|needs to be updated)|"
                   r"\bMissing: \S+ from lock ?file|\bInvalid: lock ?file's|lock ?file \S+ needs to be updated but --locked|"
                   r"install in deployment mode after changing your Gemfile|Pipfile\.lock \(\w+\) is out of date|"
-                  r"missing go\.sum entry|updates to go\.mod needed|--frozen-lockfile\b[^\n]*(?:outdated|"
-                  r"not up.to.date|needs? (?:to be )?updat)")
+                  r"missing go\.sum entry|updates to go\.mod needed")
 _ENV_UNSET = _rx(r"Set the \w+ environment variable|The SECRET_KEY setting must not be empty|"
                  r"Environment variable not found: \w+|\bMissing (?:required )?environment variables?\b|"
                  r"\benvironment variables? [\"'`]?[A-Z][A-Z0-9_]+[\"'`]? (?:is|are) (?:not set|missing|required|undefined)|"
@@ -78,7 +77,7 @@ _ENV_UNSET = _rx(r"Set the \w+ environment variable|The SECRET_KEY setting must 
                  r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9] (?:environment variable )?(?:is not set|is not defined|is undefined|"
                  r"must be set)\b|\brequired key [A-Z][A-Z0-9_]+ missing value|"
                  r"\b[A-Z][A-Z0-9_]{2,} environment variable (?:is )?(?:not set|missing|required|undefined|empty)\b|"
-                 r"\bos\.environ\[['\"]\w+['\"]\][^\n]*\n(?:[^\n]*\n){0,3}?[^\n]*KeyError: ")
+                 r"\bos\.environ\[['\"]\w+['\"]\][^\n]{0,300}\n(?:[^\n]{0,300}\n){0,3}?[^\n]{0,300}KeyError: ")
 _SETTINGS_INVALID = _rx(r"validation errors? for \w*(?:Settings|Config)\b")
 _FIELD_REQUIRED = _rx(r"Field required \[type=missing|field required \(type=value_error\.missing\)")
 _NO_EXPORT = re.compile(r"does not provide an export named ['\"]?\w+|has no exported member\s+['\"]?\w+")
