@@ -24,14 +24,14 @@ FIX_RULES: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     ("fix.migrate", "schema_migration", "unapplied_migration",
      _rx(r"\bmanage\.py (?:migrate|syncdb)\b|\b(?:rails|rake) db:(?:migrate|prepare)\b|\balembic upgrade\b|"
          r"\bprisma migrate (?:deploy|dev)\b|\bartisan migrate\b|\bflask db upgrade\b|\bknex migrate:latest\b|"
-         r"\bsequelize(?:-cli)? db:migrate\b|\becto\.migrate\b|\bflyway (?:\S+ )*migrate\b|\bsyncdb\b")),
+         r"\bsequelize(?:-cli)? db:migrate\b|\becto\.migrate\b|\bflyway (?:-\S+ ){0,8}migrate\b|\bsyncdb\b")),
     ("fix.lock_regenerate", "lockfile_drift", "lockfile_out_of_sync",
      _rx(r"\bpoetry lock\b|\buv lock\b|\bnpm install --package-lock-only\b|\brm (?:-\w+ )*(?:\S*/)?"
          r"(?:package-lock\.json|yarn\.lock|pnpm-lock\.yaml|poetry\.lock|Gemfile\.lock|Cargo\.lock)\b|"
          r"--no-frozen-lockfile\b|\bbundle lock\b|\bcargo generate-lockfile\b")),
     ("fix.free_port", "port_in_use", "other_listener",
-     _rx(r"\bkill(?:all)?\b[^\n]*(?:lsof|fuser|:\d{2,5}\b)|\blsof\b[^\n]*-i ?(?:tcp)?:?\d{2,5}|\bfuser -k\b|"
-         r"\bkill-port\b|\bnetstat\b[^\n]*\b(?:taskkill|kill)\b|\btaskkill\b")),
+     _rx(r"\bkill(?:all)?\b[^\n]{0,120}?(?:lsof|fuser|:\d{2,5}\b)|\blsof\b[^\n]{0,60}?-i ?(?:tcp)?:?\d{2,5}|"
+         r"\bfuser -k\b|\bkill-port\b|\bnetstat\b[^\n]{0,200}?\b(?:taskkill|kill)\b|\btaskkill\b")),
     ("fix.exec_bit", "permission_denied", "not_executable",
      _rx(r"\bchmod (?:-\w+ )*[ugoa]*\+[rw]*x|\bchmod (?:-\w+ )*[0-7]?[75][0-7]{2}\b|--chmod=\+x\b")),
     ("fix.ca_bundle", "network_error", "tls_error",
