@@ -122,7 +122,10 @@ async def run_session(call: Call, steps: list[Step]) -> Outcome:
         out.rows.append({"day": step.day, "project": step.project, "role": step.role, "id": step.row["id"],
                          "source": step.row["source"], "action": got["action"], "injected": injected,
                          "asked": asked, "surfaced": surfaced, "reason": got["explain"]["reason"],
-                         "cause": list(step.cause), "diagnosis": got["explain"]["diagnosis"]})
+                         "cause": list(step.cause), "diagnosis": got["explain"]["diagnosis"],
+                         "candidates": [{"id": c["id"], "right": right(c["id"]), "score": c["score"],
+                                         "cause": [c["failure_type"], c.get("root_cause") or "unknown"]}
+                                        for c in got["candidates"]]})
         await call(step.project, "feedback", _careful(got, right if step.role != "own" else lambda m: True, risky))
     return out
 

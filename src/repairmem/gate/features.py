@@ -85,8 +85,10 @@ contradicts (``unknown`` on either side), ``entity_match_ratio`` when neither lo
 ``error_line_generic`` when no distinctive line (``classify.log_lines``) of one log is in the other:
 whatever feature 17 says, what the two messages share is text any instance of a tool prints; and
 ``command_program_only`` when the two commands share their program and nothing else (``python
-pybot.py`` and ``python``): every failure of that program has it, so it says nothing about the instance. The
-features themselves are unchanged (the learned models read the same numbers); only RSCB-MC's
+pybot.py`` and ``python``): every failure of that program has it, so it says nothing about the instance;
+and ``root_cause_named`` when both diagnoses name the same known family and root cause: family_confidence
+(agreement times confidence) cannot tell that at a cue-less reading's 0.45 from one side's unknown root
+at 0.9. The features themselves are unchanged (the learned models read the same numbers); only RSCB-MC's
 override reads the names.
 
 Features 0-15 are the review's sixteen; 16-21 are ours. A caller that gives no step, namespace
@@ -219,6 +221,8 @@ def _sets(sig: Signatures) -> tuple[frozenset, ...]:
 GENERIC_ERROR_LINE = "error_line_generic"
 # Named there when the two commands share only their program (module doc).
 GENERIC_COMMAND = "command_program_only"
+# Named there when both diagnoses name the same known family and root cause (module doc).
+CAUSE_NAMED = "root_cause_named"
 
 
 def _jaccard(a: frozenset, b: frozenset) -> float:
@@ -407,6 +411,8 @@ class FeatureExtractor:
         program = profile.signatures.command.split()[:1]
         if program and q_cmd & m_cmd == frozenset(program):
             unknown.append(GENERIC_COMMAND)
+        if _agree(family, root, profile.family, profile.root_cause) == 1.0:
+            unknown.append(CAUSE_NAMED)
         return x, frozenset(unknown)
 
     def _extract(self, profile: QueryProfile, candidates: Sequence,

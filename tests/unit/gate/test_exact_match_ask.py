@@ -2,7 +2,8 @@
 certain (issue 32, item 2), and still refuses a look-alike that shares only the error line.
 
 Every case is real text: a stored memory and a query from two different GitHub threads in
-``tests/data/real_logs/logs.jsonl`` (the dev set; record ids below, sources in the file). Each runs
+``tests/data/real_logs/logs.jsonl`` or ``cause_families.jsonl`` (the dev sets; record ids below,
+sources in the files). Each runs
 the whole recall road of a fresh gate: ``classify_terminal`` -> retrieval -> features -> RSCB-MC,
 over a real SQLite store with the hashing encoder and one stored memory (so it is the lead).
 """
@@ -19,8 +20,9 @@ from repairmem.gate.policies import RSCBMC
 from repairmem.memory import Memory, TerminalFailure
 from repairmem.types import Attempt, Episode
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "real_logs" / "logs.jsonl"
-RECORDS = {r["id"]: r for r in map(json.loads, DATA.read_text(encoding="utf-8").splitlines())}
+DATA = Path(__file__).resolve().parents[2] / "data" / "real_logs"
+RECORDS = {r["id"]: r for name in ("logs.jsonl", "cause_families.jsonl")      # the two dev sets
+           for r in map(json.loads, (DATA / name).read_text(encoding="utf-8").splitlines())}
 
 
 def recall_over(tmp_path, stored_id: str, query_id: str, policy=None):

@@ -12,7 +12,7 @@ from typing import ClassVar, Sequence
 
 from ...check import check_bool, check_int
 from ..actions import INJECTS, N_ACTIONS
-from ..features import GENERIC_COMMAND, GENERIC_ERROR_LINE, INDEX, N_FEATURES
+from ..features import CAUSE_NAMED, GENERIC_COMMAND, GENERIC_ERROR_LINE, INDEX, N_FEATURES
 from .base import ALL, _ASK_ONLY, _COUNT, _INJECT_IDX, _NEG_INF, _SAFE_IDX, Decision, _argmax, _check_x, _number
 from .linear import _Linear
 
@@ -80,7 +80,7 @@ class RSCBMC(_Linear):
     memory before the agent, so a refusal does not leave it to the scores (issue 43: a learned ask
     after a refusal was how most look-alikes reached the agent); ``ask_after_refusal`` keeps it among
     the three non-injecting actions, as the SQL methods were measured (their ask is answered by the
-    schema check, not shown). All four need ``ask_when_uncertain``; in each, part of the evidence names the memory
+    schema check, not shown). All five need ``ask_when_uncertain``; in each, part of the evidence names the memory
     and the rest is missing rather than contrary, so the worst a look-alike gets is a question:
 
     - uncertain (the family check is the only one that fires and family_confidence > 0): the
@@ -106,7 +106,14 @@ class RSCBMC(_Linear):
       the classifier gives query and memory the same known family and root cause with confidence
       (family_confidence >= ``min_family_confidence``), but the two instances share no command,
       path, stack, entity or message (a full disk, a refused connection: the cause's fix applies,
-      and the caller can check it).
+      and the caller can check it);
+    - known cause, read without its cue (``ask_when_cause_weak``; the family and structural checks
+      fire, and ``unknown`` names ``root_cause_named``): both diagnoses name the same known family
+      and root cause, the query's below ``min_family_confidence`` - a symptom whose words mean one
+      cause when nothing says otherwise (``Address already in use``: another socket; ``database is
+      locked``: another connection; ``classify.terminal_rules``) - and the instances share nothing.
+      The reading is what the cause's fix needs, not enough to inject it; without this route the
+      low confidence refused what it was lowered to ask.
 
     Family only (``ask_when_family_only``): when the override lets the policy inject but the lead
     shares no instance evidence with the query - entity, command, path and stack match all 0 (a
@@ -136,7 +143,7 @@ class RSCBMC(_Linear):
 
     name: ClassVar[str] = "rscb_mc"
     reads_unknown: ClassVar[bool] = True
-    saved_without: ClassVar[dict] = {"ask_when_exact": False, "ask_when_cause_agrees": False,
+    saved_without: ClassVar[dict] = {"ask_when_exact": False, "ask_when_cause_agrees": False, "ask_when_cause_weak": False,
                                      "ask_when_unnamed": False, "ask_when_family_only": False,
                                      "ask_after_refusal": True}
     alpha: float = 1.0
@@ -159,6 +166,7 @@ class RSCBMC(_Linear):
     ask_when_uncertain: bool = True
     ask_when_exact: bool = True
     ask_when_cause_agrees: bool = True
+    ask_when_cause_weak: bool = True
     ask_when_unnamed: bool = True
     ask_when_family_only: bool = True
     ask_after_refusal: bool = False
@@ -181,7 +189,7 @@ class RSCBMC(_Linear):
         _number(self.name, "prior_count", self.prior_count, low=0.0)
         check_int(self.max_session_rejections, "max_session_rejections", low=1, where=self.name)
         for key in ("allow_abstention", "use_override", "ask_when_uncertain", "ask_when_exact",
-                    "ask_when_cause_agrees", "ask_when_unnamed", "ask_when_family_only", "ask_after_refusal",
+                    "ask_when_cause_agrees", "ask_when_cause_weak", "ask_when_unnamed", "ask_when_family_only", "ask_after_refusal",
                     "contextual"):
             check_bool(getattr(self, key), key, where=self.name)
 
@@ -245,7 +253,7 @@ class RSCBMC(_Linear):
         return flags
 
     def _asks(self, x: Sequence[float], flags: int, unknown: frozenset) -> bool:
-        """Does the override ask rather than refuse? (class doc: uncertain, exact, unnamed, known cause)"""
+        """Does the override ask rather than refuse? (class doc: uncertain, exact, unnamed, known cause, weak cause)"""
         if not self.ask_when_uncertain:
             return False
         if flags == 1:
@@ -257,6 +265,8 @@ class RSCBMC(_Linear):
                 return True
             return (self.ask_when_unnamed and "family_confidence" in unknown and "entity_match_ratio" in unknown
                     and (self._cmd is None or x[self._cmd] > 0 or "command_signature_match" in unknown))
+        if flags == 3:
+            return self.ask_when_cause_weak and x[5] > 0 and CAUSE_NAMED in unknown
         return flags == 2 and self._check_family and self.ask_when_cause_agrees
 
     def family_only(self, x: Sequence[float], unknown: frozenset = frozenset()) -> bool:
