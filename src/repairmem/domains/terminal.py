@@ -31,7 +31,7 @@ from .base import Diagnosis, Shown, Situation, schema_fields
 
 DENSE_LOG_CHARS = 160
 TERMINAL_RETRIEVAL = RetrievalConfig("terminal", k_positive=5, k_negative=2, type_mode="reliability",
-                                     reliable_types=frozenset())
+                                     reliable_types=frozenset(), k_cause=1)
 # a terminal failure in a request (the MCP tools publish it); ``error`` is ``log``'s other name, the one
 # ``record``'s attempts and SQL failures use: send one of them
 TERMINAL_SCHEMA: Mapping[str, Any] = {
@@ -119,6 +119,12 @@ def failed_direction_block(memory: MemoryVariant, index: int) -> str:
     return f"<<<MEMORY {index}>>>\n{untrusted(body)}\n<<<END MEMORY {index}>>>"
 
 
+def _named(diagnosis: Diagnosis) -> str:
+    """The root cause a diagnosis names for retrieval's cause slot ("" when it names none)."""
+    unnamed = "unknown" in (diagnosis.family, diagnosis.root_cause) or not diagnosis.root_cause
+    return "" if unnamed else diagnosis.root_cause
+
+
 @dataclass(frozen=True)
 class TerminalDomain:
     """Failed terminal steps (``TerminalFailure``); an episode keeps its failure -> fix transition."""
@@ -143,7 +149,8 @@ class TerminalDomain:
               namespace: str) -> RetrievalQuery:
         return RetrievalQuery(question=failure.task, current=failure.command, failure_type=diagnosis.family,
                               position=position, query_id=query_id, namespace=namespace, failure_context=failure.log,
-                              kind="terminal", dense_context=failure.log[-DENSE_LOG_CHARS:])
+                              kind="terminal", dense_context=failure.log[-DENSE_LOG_CHARS:],
+                              root_cause=_named(diagnosis))
 
     def show(self, action: str, payload, positives, negatives, situation: Situation) -> Shown:
         return show_payload(payload, positives, negatives)

@@ -11,7 +11,13 @@ For each polarity pool (MERIT §3.2, Appendix D):
 4. r = w_dense * d_hat + w_bm25 * b_hat (+ bonus * type_match), defaults 0.75 / 0.25;
 5. ties: dense desc, BM25 desc, type match desc, memory id asc;
 6. the top ``k`` of the pool (MERIT: 3 positives + 1 negative; Dynamic RAG: top 4 of one untyped
-   pool of everything legal).
+   pool of everything legal);
+7. the cause slot (``k_cause``, off in MERIT's rows): when the query's diagnosis names a root cause
+   and the top ``k`` positives hold fewer than ``k_cause`` memories of that failure type and root
+   cause, the best-ranked ones among the next ranks (to ``cause_depth``) join them, after the top
+   ``k``. Words rank a memory of the same cause in another tool's wording below memories that share
+   the tool (a pip log's ``Permission denied`` below other pip logs); the gate, which leads with the
+   candidate whose diagnosis agrees, can only weigh a memory it is shown.
 
 BM25 document statistics (N, df, average length) are taken over the selected pool, as MERIT's
 implementation scores each pool on its own.
@@ -63,13 +69,15 @@ class RetrievalConfig:
     k_answer: int = 0              # answer memories retrieved by question (0: none; the paper's rows)
     answer_scope: Scope = Scope.SAME
     min_answer_similarity: float = -1.0   # an answer whose question's cosine is below this is not a candidate
+    k_cause: int = 0               # memories of the query's named root cause kept among the positives (step 7)
+    cause_depth: int = 50          # how far down the positive ranking step 7 looks
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scope", Scope.parse(self.scope))
         object.__setattr__(self, "answer_scope", Scope.parse(self.answer_scope))
         if self.type_mode not in TYPE_MODES:
             raise InvalidInputError(f"{self.name}: type_mode {self.type_mode!r} not in {TYPE_MODES}")
-        for name in ("k_positive", "k_negative", "k_pooled", "typed_min", "k_answer"):
+        for name in ("k_positive", "k_negative", "k_pooled", "typed_min", "k_answer", "k_cause", "cause_depth"):
             check_int(getattr(self, name), name, low=0, where=self.name)
         for name in ("dense_weight", "bm25_weight", "type_bonus"):
             check_number(getattr(self, name), name, low=0, where=self.name)
@@ -98,6 +106,7 @@ class RetrievalQuery:
     namespaces: tuple[str, ...] | None = None   # the namespaces a bound Memory may read (None: any)
     reused_abroad: bool = False                 # other namespaces' memories only once trusted abroad
     dense_context: str | None = None            # what the dense channel embeds of the context (None: all)
+    root_cause: str = ""                        # the root cause the diagnosis names ("": none; step 7)
 
     @property
     def text(self) -> str:
@@ -266,10 +275,13 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
         bonus = config.type_bonus if config.type_mode == "reliability" and not filtering else 0.0
         selected.append((label, k, legal, typed, typed if use_typed else legal, filtering and not use_typed, bonus))
 
+    slot = "any" if config.pooled else "+"
+    depth = config.cause_depth if config.k_cause and query.root_cause else 0
+
     def rank(label, k, pool, bonus):
         if config.type_mode == "random":
             return _random_pick(pool, query, config, k, label)
-        return _rank(index, pool, query, query_vector, config, max(k, explain_top), bonus)
+        return _rank(index, pool, query, query_vector, config, max(k, explain_top, depth if label == slot else 0), bonus)
 
     jobs = [(label, k, pool, bonus) for label, k, _, _, pool, _, bonus in selected]
     answers = _answers(index, query, config, explain_top) if config.k_answer else ([], None)
@@ -281,15 +293,18 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
     found: dict[str, list] = {}
     pools: list[PoolExplanation] = []
     keys = ("id", "dense", "bm25", "dense_norm", "bm25_norm", "type_match", "score")
+    memories: dict[int, MemoryVariant] = {}
     for (label, k, legal, typed, pool, fell_back, _), ranked in zip(selected, ranked_pools):
         found[label] = ranked[:k]
+        if depth and label == slot and len(ranked) > k:
+            found[label] += _cause_slot(ranked, k, query, config, memories, store)
         pools.append(PoolExplanation(label, len(legal), len(typed), len(pool), fell_back,
                                      config.type_mode, tuple(dict(zip(keys, row)) for row in ranked[:explain_top])))
 
     if answers[1] is not None:
         pools.append(answers[1])
-    picked = [row[0] for rows in (*found.values(), answers[0]) for row in rows]
-    memories = dict(zip(picked, store.get(picked)))   # one fetch, fresh from the store: counters move
+    picked = [row[0] for rows in (*found.values(), answers[0]) for row in rows if row[0] not in memories]
+    memories.update(zip(picked, store.get(picked)))   # one fetch, fresh from the store: counters move
 
     def scored(rows) -> tuple[Scored, ...]:
         return tuple(Scored(memories[r[0]], *r[1:]) for r in rows)
@@ -301,6 +316,18 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
     else:
         positives, negatives = scored(found.get("+", [])), scored(found.get("-", []))
     return Retrieval(positives, negatives, tuple(pools), config.name, scored(answers[0]))
+
+
+def _cause_slot(ranked: list, k: int, query: RetrievalQuery, config: RetrievalConfig,
+               memories: dict, store) -> list:
+    """Step 7: the rows below the top ``k`` of ``ranked`` that bring the memories of the query's named
+    cause among them up to ``k_cause`` (``memories`` receives every memory fetched to read its cause)."""
+    head = [row[0] for row in ranked[:config.cause_depth]]
+    memories.update(zip(head, store.get(head)))
+    cause = (query.failure_type, query.root_cause)
+    named = [i for i, mid in enumerate(head) if (memories[mid].failure_type, memories[mid].root_cause) == cause]
+    want = config.k_cause - sum(1 for i in named if i < k)
+    return [ranked[i] for i in named if i >= k][:max(want, 0)]
 
 
 def _answers(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig, explain_top: int):
