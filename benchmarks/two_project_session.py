@@ -23,7 +23,8 @@ LOGS = Path(__file__).resolve().parent.parent / "tests" / "data" / "real_logs"
 SETS = {"dev": ("logs.jsonl", "cause_families.jsonl"),
         "heldout": ("heldout.jsonl", "heldout2.jsonl", "cause_families_heldout.jsonl"),
         "heldout3": ("heldout3.jsonl",),      # collected 2026-12-04, measured once, then spent (HELDOUT3.md)
-        "heldout4": ("heldout4.jsonl",)}      # collected 2026-12-07 (HELDOUT4.md)
+        "heldout4": ("heldout4.jsonl",),      # collected 2026-12-07, measured twice, then spent (HELDOUT4.md)
+        "heldout5": ("heldout5.jsonl",)}      # collected 2026-12-07 (HELDOUT5.md)
 
 
 def main(argv=None) -> int:
