@@ -215,6 +215,7 @@ def score(rec: dict, recall, audit: dict, *, kind: str, memories: dict[int, dict
         "asked_by_route": asked is not None and (audit.get("scores") or {}).get("abstain", 0.0) is None,
         "candidates": candidates,
         "retrieval_top1": candidates[0] if candidates else None,
+        "dense": [round(float(s.dense), 4) for s in recall.candidates],     # raw cosines, retrieval order
         "retrieval_hit": bool(candidates) and group[candidates[0]] == g,
         "group_in_candidates": any(group[c] == g for c in candidates),
         "diagnosis": f"{d.family}/{d.root_cause}", "confidence": d.confidence, "rule": d.rule,

@@ -70,7 +70,7 @@ class RetrievalConfig:
     answer_scope: Scope = Scope.SAME
     min_answer_similarity: float = -1.0   # an answer whose question's cosine is below this is not a candidate
     k_cause: int = 0               # memories of the query's named root cause kept among the positives (step 7)
-    cause_depth: int = 50          # how far down the positive ranking step 7 looks
+    cause_depth: int = 20          # how far down the positive ranking step 7 looks
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scope", Scope.parse(self.scope))
@@ -321,13 +321,17 @@ def retrieve(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig 
 def _cause_slot(ranked: list, k: int, query: RetrievalQuery, config: RetrievalConfig,
                memories: dict, store) -> list:
     """Step 7: the rows below the top ``k`` of ``ranked`` that bring the memories of the query's named
-    cause among them up to ``k_cause`` (``memories`` receives every memory fetched to read its cause)."""
-    head = [row[0] for row in ranked[:config.cause_depth]]
-    memories.update(zip(head, store.get(head)))
+    cause among them up to ``k_cause`` (``memories`` receives every memory fetched to read its cause:
+    the top ``k``, which the caller needs anyway, and the next ranks only when they fall short)."""
     cause = (query.failure_type, query.root_cause)
-    named = [i for i, mid in enumerate(head) if (memories[mid].failure_type, memories[mid].root_cause) == cause]
-    want = config.k_cause - sum(1 for i in named if i < k)
-    return [ranked[i] for i in named if i >= k][:max(want, 0)]
+
+    def named(rows: list) -> list:
+        ids = [row[0] for row in rows]
+        memories.update(zip(ids, store.get(ids)))
+        return [row for row in rows if (memories[row[0]].failure_type, memories[row[0]].root_cause) == cause]
+
+    want = config.k_cause - len(named(ranked[:k]))
+    return named(ranked[k:config.cause_depth])[:want] if want > 0 else []
 
 
 def _answers(index: MemoryIndex, query: RetrievalQuery, config: RetrievalConfig, explain_top: int):
