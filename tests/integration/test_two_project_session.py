@@ -51,11 +51,11 @@ def test_poisoned_and_self_confirmed_fixes_never_travel(outcomes, transport):
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_true_matches_surface_and_look_alikes_stay_out_at_least_as_now(outcomes, transport):
     table = outcomes[transport]
-    # same project: the target 0.90 is met (35/38: a foreign copy of the query's own log no longer
-    # leads over the verified memory of its cause); look-alikes: none injected since the cause is no
+    # same project: the target 0.90 is met (37/38 since the cause slot: a memory of the query's named
+    # cause that words ranked below five is shown); look-alikes: none injected since the cause is no
     # longer an entity (the target 0.03 is met); asked with a wrong memory 7/26, target 0.20 not met
-    assert table["surfaced_same_project"]["hits"] >= 35 and table["surfaced_same_project"]["of"] == 38
-    assert table["surfaced_other_project"]["rate"] >= 0.85          # the target 0.80 is met (33/37)
+    assert table["surfaced_same_project"]["hits"] >= 37 and table["surfaced_same_project"]["of"] == 38
+    assert table["surfaced_other_project"]["hits"] >= 36          # the target 0.80 is met (36/37)
     assert table["lookalike_injected"]["hits"] == 0
     assert table["lookalike_asked_wrong"]["rate"] <= 0.27
 
