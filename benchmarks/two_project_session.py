@@ -21,6 +21,7 @@ from repairmem.bench.two_projects import build_session, load_rows, play
 
 LOGS = Path(__file__).resolve().parent.parent / "tests" / "data" / "real_logs"
 SETS = {"dev": ("logs.jsonl", "cause_families.jsonl"),
+        "wordings": ("wordings.jsonl",),     # a development set of other tools' wordings (WORDINGS.md)
         "heldout": ("heldout.jsonl", "heldout2.jsonl", "cause_families_heldout.jsonl"),
         "heldout3": ("heldout3.jsonl",),      # collected 2026-12-04, measured once, then spent (HELDOUT3.md)
         "heldout4": ("heldout4.jsonl",),      # collected 2026-12-07, measured twice, then spent (HELDOUT4.md)

@@ -73,7 +73,7 @@ _LOCK_DRIFT = _rx(r"can only install packages when your package\.json\s+and\s+pa
 _ENV_UNSET = _rx(r"Set the \w+ environment variable|The SECRET_KEY setting must not be empty|"
                  r"Environment variable not found: \w+|\bMissing (?:required )?environment variables?\b|"
                  r"\benvironment variables? [\"'`]?[A-Z][A-Z0-9_]+[\"'`]? (?:is|are) (?:not set|missing|required|undefined)|"
-                 r"\bEnvironment variables missing:|\bMissingEnvVarsError\b|"
+                 r"\bEnvironment variables missing:|\bMissingEnvVarsError\b|\bThe [A-Z][A-Z0-9_]* variable is not set\b|"
                  r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9] (?:environment variable )?(?:is not set|is not defined|is undefined|"
                  r"must be set)\b|\brequired key [A-Z][A-Z0-9_]+ missing value|"
                  r"\b[A-Z][A-Z0-9_]{2,} environment variable (?:is )?(?:not set|missing|required|undefined|empty)\b|"

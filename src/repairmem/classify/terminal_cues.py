@@ -215,6 +215,8 @@ _CNF_NAMES = (re.compile(r"command not found: ([\w.+-]+)"),
               re.compile(r"(?<![\w.+-])([\w.+-]+): (?:command not found|Befehl nicht gefunden|commande introuvable|"
                          r"orden no encontrada|comando non trovato|comando não encontrado|команда не найдена)"),
               re.compile(r"Command ['\"]([\w.+-]+)['\"] not found"),
+              re.compile(r"['\"]([\w.+-]+)['\"] is not recognized as an internal or external command"),    # cmd.exe
+              re.compile(r"(?<![\w.+-])([\w.+-]+): program not found or is not executable"),           # protoc
               re.compile(r": ([\w.+-]+): not found\s*$", re.MULTILINE),
               re.compile(r"^g?make(?:\[\d+\])?: ([\w+-]+(?:\.\d+)*): No such file or directory\s*$", re.MULTILINE))
 _NOT_ON_PATH_WARNING = _rx(r"is installed in ['\"][^'\"\n]+['\"] which is not on PATH|is not on your PATH|"

@@ -101,13 +101,14 @@ root cause come before those that are usually consequences (a failing test, a ti
    ``migration.missing_column_while_migrating``, ``lock.version_mismatch``, ``lock.out_of_sync``,
    ``env.unset``, ``env.settings_field_required``, ``export.missing_in_package``,
    ``export.missing_in_project``
-1. sqlite: ``sqlite.migration_state``, ``sqlite.schema_drift_after_migration``,
+1. ``syntax.sql_double_quoted``; sqlite: ``sqlite.migration_state``, ``sqlite.schema_drift_after_migration``,
    ``sqlite.locked_concurrent_writer``, ``sqlite.locked_in_several_operations``,
    ``sqlite.locked_migration_bootstrap``, ``sqlite.locked_during_migration``,
    ``sqlite.schema_drift``, ``sqlite.locked_network_fs``, ``sqlite.locked``
 2. ``import.shadowed_module``, ``import.circular``
-3. dependency: ``dep.resolution_impossible``, ``dep.incompatible_installed``,
-   ``dep.cannot_import_from_site_packages``, ``dep.removed_attribute``,
+3. dependency: ``dep.incompatible_before_resolution``, ``dep.resolution_impossible``,
+   ``dep.incompatible_installed``, ``dep.cannot_import_from_site_packages``, ``dep.binary_api_mismatch``,
+   ``dep.removed_attribute``,
    ``dep.unexpected_keyword_in_library``, ``dep.unexpected_keyword_at_test_startup``
 4. module: ``module.system_python_no_module``, ``module.installed_elsewhere``,
    ``module.system_python_with_venv``, ``module.sudo_drops_env``, ``module.externally_managed``,
@@ -116,21 +117,22 @@ root cause come before those that are usually consequences (a failing test, a ti
    ``module.generic``, ``module.other_runtime``
 5. ``import.cannot_import_name``
 6. syntax: ``syntax.indentation``, ``syntax.crlf``, ``syntax.crlf_name``, ``syntax.bash_under_sh``,
-   ``syntax.shell_under_sh``, ``syntax.shell``, ``syntax.sql``,
-   ``syntax.python_fstring_old_interpreter``, ``syntax.python``, ``syntax.generic``
-7. config: ``config.configparser``, ``config.no_section``, ``config.pathish_key``,
+   ``syntax.dash_bashism``, ``syntax.shell_under_sh``, ``syntax.shell``, ``syntax.sql``,
+   ``syntax.python_fstring_old_interpreter``, ``syntax.python``, ``syntax.generic``, ``syntax.php``
+7. ``missing.backup_repository``; config: ``config.configparser``, ``config.placeholder``,
+   ``config.no_file``, ``config.no_section``, ``config.pathish_key``,
    ``config.key_in_config``, ``config.keyerror``
 8. disk: ``disk.quota``, ``disk.no_space``
 9. oom: ``oom.gpu``, ``oom.heap``, ``oom.oom_killer``, ``oom.memory_error``, ``oom.killed``
 10. port: ``port.time_wait``, ``port.other_listener``, ``port.generic``
 11. command: ``cmd.subprocess_missing_program``, ``cmd.installed_not_on_path``,
-    ``cmd.system_tool``, ``cmd.venv_tool``, ``cmd.installable``, ``cmd.generic``
+    ``cmd.system_tool``, ``cmd.venv_tool``, ``cmd.version_manager``, ``cmd.installable``, ``cmd.generic``
 12. permission: ``perm.read_only_fs``, ``perm.readonly_database``, ``perm.externally_managed``,
-    ``perm.pip_home_path``, ``perm.pip_system``, ``perm.privileged_port``, ``perm.shell_not_executable``,
+    ``perm.pip_home_path``, ``perm.pip_system``, ``perm.system_packages_dir``, ``perm.privileged_port``, ``perm.shell_not_executable``,
     ``perm.script_not_executable``, ``perm.exec_denied``, ``perm.subprocess_not_executable``, ``perm.file``,
     ``perm.generic``; then ``unknown.docker_daemon`` (before missing files and network errors:
     the daemon's socket is neither)
-13. missing file: ``missing.backup_path``, ``missing.create_parent``, ``missing.script_dir``,
+13. missing file: ``missing.backup_path``, ``missing.build_context``, ``missing.create_parent``, ``missing.script_dir``,
     ``missing.wrong_cwd``, ``missing.path``
 14. network and timeouts: ``net.dns``, ``net.tls``, ``net.refused``, ``timeout.process`` (a
     subprocess / test timeout is one whatever the command did), ``net.timeout``, ``net.generic``
@@ -219,7 +221,8 @@ _MNF = re.compile(r"No module named\s+['\"]?[\w.]+")
 # the same symptom in other runtimes (Node, webpack, Ruby, Go, Rust): the family; the root causes are Python's
 _MNF_OTHER = re.compile(r"Cannot find module ['\"][^'\"\n]+['\"]|\bERR_MODULE_NOT_FOUND\b|Module not found: Error: "
                         r"Can't resolve|cannot load such file -- \S+|\bno required module provides package\b|"
-                        r"\bcannot find package \"|\bcan't find crate for\b|\bunresolved import\b")
+                        r"\bcannot find package \"|\bcan't find crate for\b|\bunresolved import\b|"
+                        r"\bNoClassDefFoundError\b|\bClassNotFoundException\b|\bmalformed module path\b")
 _SYSTEM_PY_NO_MODULE = re.compile(r"^[ \t]*/usr(?:/local)?/bin/python[\d.]*: No module named", re.MULTILINE)
 # sudo resets the environment: an activated venv or the user's ~/.local site-packages is gone.
 _SUDO = re.compile(r"(?:^|[\s$#>])sudo[ \t]+\S", re.MULTILINE)
@@ -233,21 +236,28 @@ _SRC_MODULE = re.compile(r"No module named ['\"]src['\".]")
 _PYTHONPATH_CUE = re.compile(r"PYTHONPATH|\bsys\.path\b|pip install (?:-e|--editable)\b|\beditable\b|"
                              r"setup\.py develop|^[ \t]*pythonpath[ \t]*=", re.MULTILINE)
 
-_CIRCULAR = _rx(r"partially initiali[sz]ed module|most likely due to a circular import")
+_CIRCULAR = _rx(r"partially initiali[sz]ed module|most likely due to a circular import|\bimport cycle not allowed\b")
 _IMPORT_FAILURE = _rx(r"cannot import name ['\"]?\w+|partially initiali[sz]ed module")
 _CANNOT_IMPORT = _rx(r"cannot import name ['\"]?\w+")
 _CANNOT_IMPORT_SITE = _rx(r"cannot import name ['\"]\w+['\"] from ['\"][\w.]+['\"] \([^)\n]*(?:site|dist)-packages")
 _RESOLUTION = _rx(r"ResolutionImpossible|conflicting dependencies|SolverProblemError|version solving failed|"
-                  r"Could not solve for environment specs|UnsatisfiableError|No solution found when resolving")
+                  r"Could not solve for environment specs|UnsatisfiableError|No solution found when resolving|"
+                  r"requirements could not be resolved to an installable set of packages|"
+                  r"could not find compatible versions for gem")
 _INCOMPATIBLE = _rx(r"but you have [\w.-]+ \S+ which is incompatible|\b(?:Contextual)?VersionConflict\b|"
-                    r"\bDistributionNotFound\b|, but you'll have ")
+                    r"\bDistributionNotFound\b|, but you'll have |You have already activated \S+ \S+, but your Gemfile "
+                    r"requires|\bCurrent Bundler version:")
 _REMOVED_ATTR = _rx(r"module ['\"][\w.]+['\"] has no attribute ['\"]\w+['\"]")
+_BINARY_MISMATCH = re.compile(r"\bjava\.lang\.(?:NoSuchMethodError|NoSuchFieldError|AbstractMethodError|"
+                              r"IncompatibleClassChangeError)\b|two different versions of crate `[\w-]+` are being used")
 # A caller passes a keyword its callee no longer (or not yet) accepts: two library versions disagree.
 _UNEXPECTED_KEYWORD = re.compile(r"\bTypeError: [\w.]+\(\) got an unexpected keyword argument ['\"]\w+['\"]")
 _TEST_RUNNER_CMD = re.compile(r"(?:^|[\s;&|$])(?:py\.test|pytest)\b", re.MULTILINE)
 _PYTEST_REPORT = re.compile(r"^(?:\[[^\]\n]*\][ \t]*)?(?:E[ \t]{2,}\S|>[ \t]{2,}\S)|^FAILED |^ERROR |"
                             r"\b\d+ (?:failed|passed)\b", re.MULTILINE)
-_NO_MATCHING = _rx(r"Could not find a version that satisfies the requirement|No matching distribution found")
+_NO_MATCHING = _rx(r"Could not find a version that satisfies the requirement|No matching distribution found|"
+                   r"Could not find [\w.-]+:[\w.-]+:[\w.+-]+|\bunknown revision v?\d[\w.+-]*|No matching version found for|"
+                   r"failed to select a version for the requirement|could not be found in any version")
 
 _INDENTATION = re.compile(r"\bIndentationError\b|\bTabError\b")
 _SHELL_SYNTAX = _rx(r"syntax error near unexpected token|syntax error: unexpected\b|"
@@ -269,13 +279,23 @@ _OLD_PYTHON_FSTRING = re.compile(r"(?<![\w'\"])(?:[fF][rR]?|[rR][fF])[\"'][^\n]*
                                  r"[ \t]*SyntaxError: invalid syntax[ \t]*$", re.MULTILINE)
 _SQL_SYNTAX = _rx(r"near \"[^\"\n]*\": syntax error|\bincomplete input\b|syntax error at or near")
 _PY_SYNTAX = re.compile(r"\bSyntaxError\b")
-_PY_FILE_CUE = re.compile(r"File \"[^\"\n]+\", line \d+|\.py\b")
+_PY_FILE_CUE = re.compile(r"File \"[^\"\n]+\", line \d+|\.py\b|invalid syntax\. Perhaps you forgot a comma\?")
+_PHP_PARSE = re.compile(r"\bPHP Parse error:|\bParse error: syntax error, unexpected\b")
+# dash's format for a command it cannot run (``/bin/sh: 1: [[: not found``): ``[[`` is bash's.
+_DASH_BASHISM = re.compile(r"^\S*sh: \d+: \[\[: not found", re.MULTILINE)
+# SQLite 3.41+: a double-quoted string taken for an identifier (before "no such column" reads as drift).
+_DOUBLE_QUOTED_LITERAL = re.compile(r"should this be a string literal in single-quotes\?")
 
 _KEYERROR = re.compile(r"\bKeyError: ")
 # configparser: a missing option means the file was read; a missing section most often means it was
 # not (ConfigParser.read skips a file it cannot open without a word).
 _CONFIGPARSER = re.compile(r"\bNoOptionError\b|No option ['\"][^'\"\n]+['\"] in section")
 _NO_SECTION = re.compile(r"\bNoSectionError\b|No section: ['\"]")
+_PLACEHOLDER = re.compile(r"Could not resolve placeholder ['\"][^'\"\n]+['\"]")
+_NO_CONFIG_FILE = _rx(r"(?:could ?n[o']t|unable to|cannot) (?:find|locate) (?:a |the |any )?config(?:uration)? file|"
+                      r"\bNo configuration (?:file )?found\b")
+# A backup tool's repository that is not where the command says (borg, restic).
+_BACKUP_REPO_MISSING = _rx(r"\bRepository \S+ does not exist\b|Is there a repository at the following location\?")
 _CONFIG_CUE = _rx(r"config|settings|\.ya?ml\b|\.toml\b|\.ini\b|\.cfg\b|\.env\b|\benviron\b|getenv|"
                   r"\bconf\b|\bcfg\b|dotenv")
 
@@ -288,7 +308,7 @@ _QUOTA = _rx(r"quota|\bEDQUOT\b|\[Errno 122\]")
 _OOM_GPU = _rx(r"CUDA out of memory|torch\.cuda\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
                r"MPS backend out of memory|HIP out of memory|\bCUDA_ERROR_OUT_OF_MEMORY\b|"
                r"out of memory on device|RESOURCE_EXHAUSTED: OOM|\bcuda\w*Malloc\w*(?: retry)? failed: out of memory|"
-               r"out of memory(?: error)? on GPU\b")
+               r"out of memory(?: error)? on GPU\b|OOM when allocating tensor")
 _OOM_HEAP = _rx(r"java\.lang\.OutOfMemoryError|JavaScript heap out of memory|Reached heap limit|"
                 r"OutOfMemoryError: (?:Java heap space|GC overhead limit exceeded)|CALL_AND_RETRY_LAST Allocation failed")
 _OOM_KILLER = _rx(r"oom-kill|Out of memory: Kill(?:ed)? process|\bOOMKilled\b|invoked oom-killer|oom_reaper")
@@ -300,7 +320,7 @@ _MEMORY_ERROR = re.compile(r"\bMemoryError\b|_ArrayMemoryError|Unable to allocat
 _KILLED = re.compile(r"^[ \t]*Killed(?::[ \t]*9)?[ \t]*$|\b\d+ Killed\s|exit (?:code|status):? 137\b|status 137\b|"
                      r"returned non-zero exit status (?:137|-9)\b|\bSIGKILL\b|Exited \(137\)|"
                      r"returned a non-zero code:? 137\b|Killed signal terminated program|"
-                     r"Container killed on request\. Exit code is 137",
+                     r"Container killed on request\. Exit code is 137|terminated with signal 9 \[Killed\]",
                      re.MULTILINE)
 
 # SQLite's locks do not work on a network file system (sqlite.org/lockingv3.html, "How To Corrupt"):
@@ -319,11 +339,14 @@ _CNF = re.compile(r"command not found|^env: ['\u2018]?[\w.+-]+['\u2019]?: No suc
                   r"comando não encontrado|команда не найдена|未找到命令|コマンドが見つかりません|"
                   r"is not recognized as the name of a cmdlet|"
                   r"is not recognized as an internal or external command|bad interpreter: No such file|"
+                  r": program not found or is not executable|"
                   r"^/usr/bin/env: \S+: No such file or directory|executable file not found in \$PATH|"
                   r"^g?make(?:\[\d+\])?: [\w+-]+(?:\.\d+)*: No such file or directory\s*$",
                   re.MULTILINE)
 _SUBPROCESS_MISSING_PROGRAM = re.compile(r"No such file or directory: ['\"][A-Za-z][\w-]*['\"]")
 _SUBPROCESS = re.compile(r"\bsubprocess\b|_execute_child|\bPopen\b")
+# A language version manager's shim: the command exists in another of its versions, not the selected one.
+_VERSION_MANAGER = _rx(r"\b(?:rbenv|pyenv|nodenv|goenv|jenv|asdf|rvm|nvm)\b|command exists in these \w+ versions")
 _INSTALL_HINT = _rx(r"can be installed with|apt(?:-get)? install|\bnot installed\b|Install it with|"
                     r"brew install|pip install")
 
@@ -348,7 +371,11 @@ _SCRIPT_PERM = re.compile(r"^[ \t.]*+[^\s:]*(?:/bin/[^\s:/]+|\.(?:sh|bash|py|pl|
 _EXEC_DENIED = _rx(r"\bexec: [\\\"']*[^\s\"'\\]+[\\\"']*: permission denied|\bspawn \S+ EACCES\b|"
                    r"\bexit(?:ed with)? (?:code|status)?:? ?126\b|^[ \t]*\./[^\s:]+: Permission denied",
                    re.IGNORECASE | re.MULTILINE)
-_QUOTED_PATH_PERM = _rx(r"Permission denied:? ['\"]|EACCES: permission denied, \w+ ['\"]")
+_QUOTED_PATH_PERM = _rx(r"Permission denied:? ['\"]|EACCES: permission denied, \w+ ['\"]|"
+                        r"['\"]: Operation not permitted")
+# A package manager writing into the system-wide package directory (RubyGems, npm -g): the system's.
+_SYSTEM_PACKAGES_DIR = _rx(r"\bGem::FilePermissionError\b|You don't have write permissions for the /(?:Library|usr|var)/|"
+                           r"(?:EACCES|permission denied)[^\n]{0,200}/usr/(?:local/)?lib/node_modules\b")
 
 _FNF = _rx(r"FileNotFoundError|No such file or directory|\bENOENT\b|\[Errno 2\]|can't open file|"
            r"cannot access ['\"]|The system cannot find the (?:file|path)")
@@ -357,6 +384,7 @@ _BACKUP = _rx(r"backup|\.bak\b")
 _WRITE_TARGET = re.compile(r"\bopen\([^\n)]*,[ \t]*(?:mode[ \t]*=[ \t]*)?['\"][wax][bt]?\+?['\"]|\bmkdir\(|"
                            r"cannot create (?:regular file|directory)")
 _CANT_OPEN = re.compile(r"can't open file")
+_BUILD_CONTEXT = _rx(r"\bCOPY failed: (?:stat |CreateFile |file not found in build context|forbidden path outside)")
 _DOCKER_DAEMON = _rx(r"Cannot connect to the Docker daemon|Is (?:your|the) docker daemon (?:up and )?running|"
                      r"/var/run/docker\.sock")
 _RELATIVE_MISSING = re.compile(
@@ -368,7 +396,7 @@ _DNS = _rx(r"Temporary failure in name resolution|Name or service not known|node
            r"\bEAI_AGAIN\b|\bENOTFOUND\b|No address associated with hostname|Temporary failure resolving|"
            r"Could not resolve (?:host(?:name)?\b|proxy\b|['\"][\w.-]+['\"])|\blookup \S+(?: on \S+)?: no such host|"
            r"server misbehaving|\bUnknownHostException\b|No such host is known|Name does not resolve|"
-           r"\bUnknown host\b|Failed to resolve ['\"]?[\w.-]+\.[a-z]{2,}")
+           r"\bUnknown host\b|Failed to resolve ['\"]?[\w.-]+\.[a-z]{2,}|\blookup \S+ on \S+:53: ")
 _TLS = _rx(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|\bSSLError\b|WRONG_VERSION_NUMBER|"
            r"self[- ]signed certificate|unable to get local issuer certificate|SSL certificate problem|"
            r"certificate has expired|\bCERT_HAS_EXPIRED\b|\bx509: certificate|PKIX path building failed|"
@@ -389,21 +417,24 @@ _PROCESS_TIMEOUT = _rx(r"\bTimeoutExpired\b|timed out after [\d.]+ ?(?:s|sec|sec
                        r"\bTimeout >\s*[\d.]+s|exit (?:code|status):? 124\b|\bdeadline exceeded\b|"
                        r"Timeout of \d+ ?ms exceeded|Exceeded timeout of \d+ ?ms|exceeded the maximum execution time|"
                        r"exceeded the maximum time limit|No output has been received in the last \d+|"
-                       r"\bTest timed out\b|\btest timed out after\b")
+                       r"\bTest timed out\b|\btest timed out after\b|"
+                       r"Async callback was not invoked within (?:the )?[\d.]+ ?ms timeout")
 _TIMEOUT_GENERIC = _rx(r"\btimed out\b|\bTimeoutError\b")
 
 # The summary lines, not the "=== FAILURES ===" banner: the first match is the error line.
-_TEST_RUN = re.compile(r"^FAILED \S+|\b\d+ failed\b|^FAIL: test\w*|^FAILED \(failures=\d+|^ERROR: test\w*",
+_TEST_RUN = re.compile(r"^FAILED \S+|\b\d+ failed\b|^FAIL: test\w*|^FAILED \(failures=\d+|^ERROR: test\w*|"
+                       r"^--- FAIL: Test\w*",
                        re.MULTILINE)
-_FIXTURE = re.compile(r"fixture ['\"][\w-]+['\"] not found|ERROR at (?:setup|teardown) of")
+_FIXTURE = re.compile(r"fixture ['\"][\w-]+['\"] not found|ERROR at (?:setup|teardown) of|"
+                      r"\bNo ParameterResolver registered for parameter\b")
 # pytest's report of a test that raised: the ``>`` source line and an ``E   XError`` line (a CI
 # timestamp prefix like ``[    7s] `` allowed).
 _PYTEST_E_EXCEPTION = re.compile(r"^(?:\[[^\]\n]*\][ \t]*)?E[ \t]{2,}(?!AssertionError)[\w.]*(?:Error|Exception)\b",
                                  re.MULTILINE)
 _PYTEST_SOURCE_MARK = re.compile(r"^(?:\[[^\]\n]*\][ \t]*)?>[ \t]{2,}\S", re.MULTILINE)
-_ASSERT = re.compile(r"AssertionError|^E\s+assert\b", re.MULTILINE)
+_ASSERT = re.compile(r"AssertionError|^E\s+assert\b|^[ \t]*- Expected\b[^\n]*\n[ \t]*\+ Received\b", re.MULTILINE)
 _TEST_EXCEPTION = re.compile(r"^FAILED \S+ - (?!AssertionError)[\w.]*(?:Error|Exception)\b|"
-                             r"^E\s+(?!AssertionError)[\w.]*(?:Error|Exception):", re.MULTILINE)
+                             r"^E\s+(?!AssertionError)[\w.]*(?:Error|Exception):|^panic: ", re.MULTILINE)
 
 _ERROR_TEXT = _rx(r"\berror\b|\bfailed\b|\bfatal\b|\bexception\b|Traceback \(most recent call last\)|"
                   r"\bpanic\b|\babort(?:ed)?\b")
@@ -420,6 +451,7 @@ RULES: tuple[Rule, ...] = (
     *(_r(rule_id, family, root, conf, symptom, *cues) for rule_id, family, root, conf, symptom, cues in FIRST_RULES),
     # 1. SQLite. Migration state errors name the cause outright; schema drift with migration output
     # is a half-applied migration; a lock is a concurrent writer only if another writer shows.
+    _r("syntax.sql_double_quoted", "syntax_error", "sql_syntax", 0.85, _DOUBLE_QUOTED_LITERAL),
     _r("sqlite.migration_state", "sqlite_locked", "stale_migration", 0.95, _MIGRATION_STATE),
     _r("sqlite.schema_drift_after_migration", "sqlite_locked", "stale_migration", 0.9,
        _SQLITE_DRIFT, _MIGRATION_CUE),
@@ -443,10 +475,13 @@ RULES: tuple[Rule, ...] = (
     _r("import.shadowed_module", "import_error", "shadowed_module", 0.85, _IMPORT_FAILURE, _file_imports_itself),
     _r("import.circular", "import_error", "circular_import", 0.9, _CIRCULAR),
     # 3. Dependency conflicts: pip/solver verdicts, then import errors pointing into site-packages.
+    _r("dep.incompatible_before_resolution", "dependency_conflict", "incompatible_installed", 0.85,
+       _RESOLUTION, _INCOMPATIBLE),
     _r("dep.resolution_impossible", "dependency_conflict", "resolution_impossible", 0.9, _RESOLUTION),
     _r("dep.incompatible_installed", "dependency_conflict", "incompatible_installed", 0.9, _INCOMPATIBLE),
     _r("dep.cannot_import_from_site_packages", "dependency_conflict", "api_version_mismatch", 0.85,
        _CANNOT_IMPORT_SITE),
+    _r("dep.binary_api_mismatch", "dependency_conflict", "api_version_mismatch", 0.7, _BINARY_MISMATCH),
     _r("dep.removed_attribute", "dependency_conflict", "api_version_mismatch", 0.65,
        _REMOVED_ATTR, _SITE_PACKAGES),
     _r("dep.unexpected_keyword_in_library", "dependency_conflict", "api_version_mismatch", 0.7,
@@ -481,6 +516,7 @@ RULES: tuple[Rule, ...] = (
     # found``, ``/bin/bash^M: bad interpreter``): the script has CRLF line endings, whatever the symptom.
     _r("syntax.crlf_name", "syntax_error", "crlf_line_endings", 0.85, _CRLF),
     _r("syntax.bash_under_sh", "syntax_error", "wrong_shell", 0.8, _SHELL_SYNTAX, _RUN_BY_SH, _BASHISM),
+    _r("syntax.dash_bashism", "syntax_error", "wrong_shell", 0.85, _DASH_BASHISM),
     _r("syntax.shell_under_sh", "syntax_error", "unknown", 0.5, _SHELL_SYNTAX, _RUN_BY_SH),
     _r("syntax.shell", "syntax_error", "shell_syntax", 0.85, _SHELL_SYNTAX),
     _r("syntax.sql", "syntax_error", "sql_syntax", 0.85, _SQL_SYNTAX),
@@ -488,8 +524,12 @@ RULES: tuple[Rule, ...] = (
        _PY_SYNTAX, _OLD_PYTHON_FSTRING),
     _r("syntax.python", "syntax_error", "python_syntax", 0.85, _PY_SYNTAX, _PY_FILE_CUE),
     _r("syntax.generic", "syntax_error", "unknown", 0.5, _PY_SYNTAX),
+    _r("syntax.php", "syntax_error", "unknown", 0.5, _PHP_PARSE),
     # 7. KeyError. A path-ish key is a missing backup/data location, whatever file it came from.
+    _r("missing.backup_repository", "missing_file", "missing_backup_path", 0.8, _BACKUP_REPO_MISSING),
     _r("config.configparser", "config_key_error", "missing_config_key", 0.9, _CONFIGPARSER),
+    _r("config.placeholder", "config_key_error", "missing_config_key", 0.8, _PLACEHOLDER),
+    _r("config.no_file", "config_key_error", "config_file_missing", 0.75, _NO_CONFIG_FILE),
     _r("config.no_section", "config_key_error", "config_file_missing", 0.7, _NO_SECTION),
     _r("config.pathish_key", "config_key_error", "missing_backup_path", 0.85, _KEYERROR, _pathish_key),
     _r("config.key_in_config", "config_key_error", "missing_config_key", 0.85, _KEYERROR, _CONFIG_CUE),
@@ -512,6 +552,7 @@ RULES: tuple[Rule, ...] = (
     _r("cmd.installed_not_on_path", "command_not_found", "not_on_path", 0.85, _CNF, _command_installed),
     _r("cmd.system_tool", "command_not_found", "not_installed", 0.7, _CNF, _system_tool_missing),
     _r("cmd.venv_tool", "command_not_found", "wrong_virtualenv", 0.8, _CNF, _VENV_MENTION),
+    _r("cmd.version_manager", "command_not_found", "wrong_virtualenv", 0.75, _CNF, _VERSION_MANAGER),
     _r("cmd.installable", "command_not_found", "not_installed", 0.8, _CNF, _INSTALL_HINT),
     _r("cmd.generic", "command_not_found", "unknown", 0.5, _CNF),
     # 12. Permission denied.
@@ -520,6 +561,7 @@ RULES: tuple[Rule, ...] = (
     _r("perm.externally_managed", "permission_denied", "system_site_packages", 0.85, _EXTERNALLY_MANAGED),
     _r("perm.pip_home_path", "permission_denied", "file_permission", 0.8, _PERM, _PIP_HOME_PATH),
     _r("perm.pip_system", "permission_denied", "system_site_packages", 0.85, _PERM, _PIP_SYSTEM),
+    _r("perm.system_packages_dir", "permission_denied", "system_site_packages", 0.8, _SYSTEM_PACKAGES_DIR),
     _r("perm.privileged_port", "permission_denied", "privileged_port", 0.8, _PERM, _BIND),
     _r("perm.shell_not_executable", "permission_denied", "not_executable", 0.85, _SHELL_PERM),
     _r("perm.script_not_executable", "permission_denied", "not_executable", 0.7, _SCRIPT_PERM),
@@ -531,6 +573,7 @@ RULES: tuple[Rule, ...] = (
     _r("unknown.docker_daemon", "unknown", "unknown", 0.2, _DOCKER_DAEMON),
     # 13. Missing file or directory.
     _r("missing.backup_path", "missing_file", "missing_backup_path", 0.9, _FNF, _same_line(_FNF, _BACKUP)),
+    _r("missing.build_context", "missing_file", "wrong_working_directory", 0.75, _BUILD_CONTEXT),
     _r("missing.create_parent", "missing_file", "missing_path", 0.75, _FNF, _WRITE_TARGET),
     _r("missing.script_dir", "missing_file", "missing_path", 0.6, _FNF, _RELATIVE_MISSING,
        _script_run_from_its_dir, _absent(_CANT_OPEN)),
