@@ -106,9 +106,8 @@ root cause come before those that are usually consequences (a failing test, a ti
    ``sqlite.locked_migration_bootstrap``, ``sqlite.locked_during_migration``,
    ``sqlite.schema_drift``, ``sqlite.locked_network_fs``, ``sqlite.locked``
 2. ``import.shadowed_module``, ``import.circular``
-3. dependency: ``dep.incompatible_before_resolution``, ``dep.resolution_impossible``,
-   ``dep.incompatible_installed``, ``dep.cannot_import_from_site_packages``, ``dep.binary_api_mismatch``,
-   ``dep.removed_attribute``,
+3. dependency: ``dep.incompatible_before_resolution``, ``dep.resolution_impossible``, ``dep.incompatible_installed``,
+   ``dep.cannot_import_from_site_packages``, ``dep.binary_api_mismatch``, ``dep.removed_attribute``,
    ``dep.unexpected_keyword_in_library``, ``dep.unexpected_keyword_at_test_startup``
 4. module: ``module.system_python_no_module``, ``module.installed_elsewhere``,
    ``module.system_python_with_venv``, ``module.sudo_drops_env``, ``module.externally_managed``,
@@ -119,9 +118,8 @@ root cause come before those that are usually consequences (a failing test, a ti
 6. syntax: ``syntax.indentation``, ``syntax.crlf``, ``syntax.crlf_name``, ``syntax.bash_under_sh``,
    ``syntax.dash_bashism``, ``syntax.shell_under_sh``, ``syntax.shell``, ``syntax.sql``,
    ``syntax.python_fstring_old_interpreter``, ``syntax.python``, ``syntax.generic``, ``syntax.php``
-7. ``missing.backup_repository``; config: ``config.configparser``, ``config.placeholder``,
-   ``config.no_file``, ``config.no_section``, ``config.pathish_key``,
-   ``config.key_in_config``, ``config.keyerror``
+7. ``missing.backup_repository``; config: ``config.configparser``, ``config.placeholder``, ``config.no_file``,
+   ``config.no_section``, ``config.pathish_key``, ``config.key_in_config``, ``config.keyerror``
 8. disk: ``disk.quota``, ``disk.no_space``
 9. oom: ``oom.gpu``, ``oom.heap``, ``oom.oom_killer``, ``oom.memory_error``, ``oom.killed``
 10. port: ``port.time_wait``, ``port.other_listener``, ``port.generic``
@@ -281,8 +279,7 @@ _SQL_SYNTAX = _rx(r"near \"[^\"\n]*\": syntax error|\bincomplete input\b|syntax 
 _PY_SYNTAX = re.compile(r"\bSyntaxError\b")
 _PY_FILE_CUE = re.compile(r"File \"[^\"\n]+\", line \d+|\.py\b|invalid syntax\. Perhaps you forgot a comma\?")
 _PHP_PARSE = re.compile(r"\bPHP Parse error:|\bParse error: syntax error, unexpected\b")
-# dash's format for a command it cannot run (``/bin/sh: 1: [[: not found``): ``[[`` is bash's.
-_DASH_BASHISM = re.compile(r"^\S*sh: \d+: \[\[: not found", re.MULTILINE)
+_DASH_BASHISM = re.compile(r"^\S*sh: \d+: \[\[: not found", re.MULTILINE)    # dash's format; ``[[`` is bash's
 # SQLite 3.41+: a double-quoted string taken for an identifier (before "no such column" reads as drift).
 _DOUBLE_QUOTED_LITERAL = re.compile(r"should this be a string literal in single-quotes\?")
 
