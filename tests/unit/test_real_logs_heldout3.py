@@ -24,6 +24,7 @@ class SetFormat:
 
     FILE, PREFIX, DOC = "heldout3.jsonl", "h3", "HELDOUT3.md"
     COUNT, LOOK_ALIKES = (50, 75), (12, 10**9)
+    MAX_PER_FAMILY = 8
     EARLIER = ("logs.jsonl", "heldout.jsonl", "heldout2.jsonl", "cause_families.jsonl", "cause_families_heldout.jsonl")
 
     @pytest.fixture(scope="class")
@@ -110,7 +111,7 @@ class SetFormat:
         stray = [r["id"] for r in look_alikes if r["family"] not in taxonomy_families]
         assert not stray, f"look-alikes in a family without a taxonomy root cause in this set: {stray}"
         per_family = Counter(r["family"] for r in records)
-        assert max(per_family.values()) <= 8, per_family
+        assert max(per_family.values()) <= self.MAX_PER_FAMILY, per_family
 
 
     def test_groups_table_in_the_md_file_matches_the_file(self, records):
